@@ -1,0 +1,86 @@
+"""The client frames of the conversation socket, parsed strictly.
+
+A frame that is not a JSON object of a known type with exactly its fields raises
+InvalidInput; the consumer answers with an error frame and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Literal, TypedDict
+
+from flarebot.core.errors import InvalidInput, TooLarge
+
+# A 32,000-character message JSON-escaped (\uXXXX surrogate pairs) stays well below this.
+MAX_FRAME_BYTES = 256 * 1024
+
+
+class UserMessageFrame(TypedDict):
+    type: Literal["user_message"]
+    request_id: str
+    text: str
+
+
+class CancelAgentFrame(TypedDict):
+    type: Literal["cancel_agent"]
+
+
+class CriticalPointResponseFrame(TypedDict):
+    type: Literal["critical_point_response"]
+    critical_point_id: str
+    response: str
+
+
+class EmailConsentResponseFrame(TypedDict):
+    type: Literal["email_consent_response"]
+    critical_point_id: str
+    consent: bool
+
+
+ClientFrame = UserMessageFrame | CancelAgentFrame | CriticalPointResponseFrame | EmailConsentResponseFrame
+
+_FIELDS: dict[str, dict[str, type]] = {
+    "user_message": {"request_id": str, "text": str},
+    "cancel_agent": {},
+    "critical_point_response": {"critical_point_id": str, "response": str},
+    "email_consent_response": {"critical_point_id": str, "consent": bool},
+}
+
+
+def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> ClientFrame:
+    """Parse one socket frame or raise InvalidInput / TooLarge."""
+    if text_data is None:
+        raise InvalidInput("Frames must be JSON text.", code="invalid_frame")
+    if len(text_data.encode("utf-8", "surrogatepass")) > MAX_FRAME_BYTES:
+        raise TooLarge("The frame is too large.", code="frame_too_large")
+    try:
+        frame: Any = json.loads(text_data)
+    except ValueError:
+        raise InvalidInput("The frame is not valid JSON.", code="invalid_frame") from None
+    if not isinstance(frame, dict):
+        raise InvalidInput("The frame must be a JSON object.", code="invalid_frame")
+    kind = frame.get("type")
+    if not isinstance(kind, str) or kind not in _FIELDS:
+        raise InvalidInput("Unknown frame type.", code="unknown_frame_type")
+    expected = _FIELDS[kind]
+    extra = sorted(set(frame) - set(expected) - {"type"})
+    if extra:
+        raise InvalidInput(f"Unexpected field: {extra[0][:40]}.", code="invalid_frame")
+    for name, kind_of in expected.items():
+        if name not in frame:
+            raise InvalidInput(f"Missing field: {name}.", code="invalid_frame")
+        if not isinstance(frame[name], kind_of):
+            raise InvalidInput(f"Field {name} has the wrong type.", code="invalid_frame")
+    if kind == "user_message":
+        _require_uuid(frame["request_id"], "request_id")
+    return frame  # type: ignore[return-value]
+
+
+def _require_uuid(value: str, name: str) -> None:
+    try:
+        if len(value) != 36:
+            raise ValueError
+        uuid.UUID(value)
+    except ValueError:
+        raise InvalidInput(f"Field {name} must be a UUID.", code="invalid_frame") from None

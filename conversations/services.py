@@ -1,0 +1,102 @@
+"""Writes to conversations: create, rename, and the two-phase delete.
+
+Deleting first makes a conversation inaccessible (state `deleting`, sockets closed with
+4004), then tears its data down in a job. A teardown that was interrupted is finished by
+the sweep at worker start and on beat, or by the owner deleting again.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from asgiref.sync import async_to_sync
+from celery import current_app
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.utils import timezone
+
+from conversations.events import ConversationDeleted, conversation_group
+from conversations.models import Conversation, ConversationState
+from conversations.signals import conversation_torn_down
+from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.text import has_control_characters, utf16_length
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_NAME = "New conversation"
+NAME_MAX_UTF16 = 120
+
+
+def conversation_name_clean(raw: str) -> str:
+    """Check a name against the contract and return it trimmed."""
+    length = utf16_length(raw)
+    if length < 1 or length > NAME_MAX_UTF16:
+        raise InvalidInput(f"name: must be 1-{NAME_MAX_UTF16} characters (UTF-16 code units).", code="invalid_name")
+    if has_control_characters(raw):
+        raise InvalidInput("name: must not contain control characters.", code="invalid_name")
+    trimmed = raw.strip()
+    if not trimmed:
+        raise InvalidInput("name: must not be blank.", code="invalid_name")
+    return trimmed
+
+
+def conversation_create(*, name: str | None = None) -> Conversation:
+    """Create a conversation, named `New conversation` unless a name is given."""
+    cleaned = DEFAULT_NAME if name is None else conversation_name_clean(name)
+    return Conversation.objects.create(name=cleaned)
+
+
+def conversation_rename(*, conversation_id: uuid.UUID, name: str) -> Conversation:
+    """Rename an active conversation; an unknown or deleted one is NotFound."""
+    cleaned = conversation_name_clean(name)
+    with transaction.atomic():
+        conversation = (
+            Conversation.objects.select_for_update().filter(id=conversation_id, state=ConversationState.ACTIVE).first()
+        )
+        if conversation is None:
+            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        conversation.name = cleaned
+        conversation.save(update_fields=["name", "updated_at"])
+    return conversation
+
+
+def conversation_delete(*, conversation_id: uuid.UUID) -> None:
+    """Make a conversation inaccessible now and tear it down in the background; idempotent."""
+    with transaction.atomic():
+        Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).update(
+            state=ConversationState.DELETING, deletion_requested_at=timezone.now()
+        )
+        if not Conversation.objects.filter(id=conversation_id).exists():
+            return
+        transaction.on_commit(lambda: _after_delete_committed(conversation_id))
+
+
+def _after_delete_committed(conversation_id: uuid.UUID) -> None:
+    try:
+        async_to_sync(get_channel_layer().group_send)(
+            conversation_group(conversation_id), ConversationDeleted(type="conversation.deleted")
+        )
+    except Exception:
+        # The conversation is already inaccessible; open sockets are closed when their
+        # next frame or event finds it gone.
+        logger.warning("could not notify sockets of deleted conversation %s", conversation_id, exc_info=True)
+    current_app.send_task("conversations.jobs.conversation_teardown", args=[str(conversation_id)])
+
+
+def conversation_teardown(*, conversation_id: uuid.UUID) -> bool:
+    """Tear down the data of a conversation marked for deletion; return whether one was."""
+    conversation = Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).first()
+    if conversation is None:
+        return False
+    # Later parts hook in here, lowest first: the turn engine cancels running turns,
+    # tools close browsers and containers; upper apps listen to the signal.
+    conversation_torn_down.send(sender=Conversation, conversation_id=conversation_id)
+    Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).delete()
+    return True
+
+
+def conversations_finish_deletions() -> int:
+    """Finish every interrupted deletion; return how many were finished."""
+    pending = Conversation.objects.filter(state=ConversationState.DELETING).values_list("id", flat=True)
+    return sum(conversation_teardown(conversation_id=conversation_id) for conversation_id in list(pending))

@@ -1,0 +1,108 @@
+"""What every JSON API view shares: owner authentication, strict bodies, the error shape."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import exceptions, serializers
+from rest_framework.response import Response
+
+from flarebot.core.errors import FlarebotError, InvalidInput, error_body
+
+
+_DRF_CODES = {
+    exceptions.NotAuthenticated: "not_authenticated",
+    exceptions.AuthenticationFailed: "not_authenticated",
+    exceptions.PermissionDenied: "forbidden",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.ParseError: "invalid_json",
+    exceptions.Throttled: "limit_reached",
+}
+
+
+def _first_message(detail: Any, prefix: str = "") -> str:
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            label = "" if key == "non_field_errors" else f"{key}: "
+            return _first_message(value, prefix + label)
+    if isinstance(detail, list) and detail:
+        return _first_message(detail[0], prefix)
+    return f"{prefix}{detail}"
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Map every error to `{"error": {"code", "message"}}` with a fitting status."""
+    if isinstance(exc, FlarebotError):
+        return Response(error_body(exc.code, exc.message), status=exc.status)
+    if isinstance(exc, RequestDataTooBig):
+        return Response(error_body("too_large", "The request body is too large."), status=413)
+    if isinstance(exc, Http404):
+        return Response(error_body("not_found", "Not found."), status=404)
+    if isinstance(exc, exceptions.ValidationError):
+        message = _first_message(exc.detail)[:500]
+        body = error_body("invalid", message)
+        if isinstance(exc.detail, dict):
+            body["error"]["fields"] = exc.detail  # type: ignore[assignment]
+        return Response(body, status=400)
+    if isinstance(exc, exceptions.APIException):
+        code = next((c for kind, c in _DRF_CODES.items() if isinstance(exc, kind)), "error")
+        message = str(exc.detail)[:500] if code != "invalid_json" else "The body must be valid JSON."
+        response = Response(error_body(code, message), status=exc.status_code)
+        if isinstance(exc, exceptions.Throttled) and exc.wait:
+            response["Retry-After"] = str(int(exc.wait))
+        return response
+    return None
+
+
+class StrictSerializer(serializers.Serializer):
+    """A serializer that rejects a body that is not an object or has fields it does not name."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise exceptions.ValidationError({"non_field_errors": ["The body must be a JSON object."]})
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise exceptions.ValidationError({name: ["This field is not allowed."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+def parse_uuid(value: str, *, what: str = "id") -> uuid.UUID:
+    """Parse a canonical (hyphenated, any case) UUID from a path or body, or raise 400."""
+    if len(value) != 36:
+        raise InvalidInput(f"The {what} is not a valid UUID.", code="invalid_id")
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise InvalidInput(f"The {what} is not a valid UUID.", code="invalid_id") from None
+
+
+def iso(value: datetime | None) -> str | None:
+    """Format a datetime as ISO-8601 UTC with milliseconds and `Z`."""
+    if value is None:
+        return None
+    utc = value.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class StringField(serializers.Field):
+    """A JSON string, taken as it is: no coercion of numbers, no trimming."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> str:
+        return str(value)

@@ -1,0 +1,22 @@
+"""App configs of the core: the installation, sign-in bookkeeping and the owner-only admin."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
+
+
+class CoreConfig(AppConfig):
+    default = True
+    name = "flarebot.core"
+    label = "core"
+    verbose_name = "Flarebot core"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from flarebot.core import schema  # noqa: F401  (registers the OpenAPI extension)
+
+
+class FlarebotAdminConfig(admin_apps.AdminConfig):
+    default = False
+    default_site = "flarebot.core.admin_site.OwnerAdminSite"

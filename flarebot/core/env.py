@@ -1,0 +1,175 @@
+"""Typed access to Flarebot's configuration, all of which comes from the environment.
+
+Every setting has one `FLAREBOT_*` (or conventional) name here; secrets may instead be
+given as a path in `<NAME>_FILE`. Settings modules and the process supervisor read
+configuration only through this module, so nothing exists only in production.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+
+class ConfigurationError(Exception):
+    """The environment holds a value Flarebot cannot run with."""
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return None
+    return value.strip()
+
+
+def env_str(name: str, default: str) -> str:
+    """Return a string setting or its default."""
+    return _raw(name) or default
+
+
+def env_int(name: str, default: int, *, minimum: int = 0, maximum: int = 2**31) -> int:
+    """Return an integer setting, refusing values outside [minimum, maximum]."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a whole number") from None
+    if not minimum <= value <= maximum:
+        raise ConfigurationError(f"{name} must be between {minimum} and {maximum}")
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Return a boolean setting written as 1/0, true/false, yes/no or on/off."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    lowered = raw.lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigurationError(f"{name} must be true or false")
+
+
+def env_secret(name: str) -> str | None:
+    """Return a secret from NAME or from the file named by NAME_FILE, never both."""
+    direct = _raw(name)
+    file_path = _raw(f"{name}_FILE")
+    if direct and file_path:
+        raise ConfigurationError(f"set {name} or {name}_FILE, not both")
+    if file_path:
+        try:
+            return Path(file_path).read_text(encoding="utf-8").strip() or None
+        except OSError:
+            raise ConfigurationError(f"{name}_FILE cannot be read") from None
+    return direct
+
+
+def _normalise_origin(raw: str, name: str) -> str:
+    parts = urlsplit(raw)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ConfigurationError(f"{name} must look like https://host[:port]")
+    if parts.path not in {"", "/"} or parts.query or parts.fragment or parts.username:
+        raise ConfigurationError(f"{name} must be an origin only: scheme, host and port")
+    default_port = 443 if parts.scheme == "https" else 80
+    port = parts.port or default_port
+    host = parts.hostname
+    if ":" in host:
+        host = f"[{host}]"
+    suffix = "" if port == default_port else f":{port}"
+    return f"{parts.scheme}://{host}{suffix}"
+
+
+@dataclass(frozen=True)
+class FlarebotConfig:
+    """The environment, read once and checked."""
+
+    mode: str
+    data_dir: Path
+    database_url: str | None
+    redis_url: str
+    port: int
+    bind: str
+    origin: str
+    hsts_preload: bool
+
+    @property
+    def production(self) -> bool:
+        return self.mode == "production"
+
+    @property
+    def origin_host(self) -> str:
+        return urlsplit(self.origin).hostname or ""
+
+    @property
+    def secure_origin(self) -> bool:
+        return self.origin.startswith("https://")
+
+
+def load_config() -> FlarebotConfig:
+    """Read and validate the whole configuration."""
+    mode = env_str("FLAREBOT_MODE", "local")
+    if mode not in {"local", "production"}:
+        raise ConfigurationError("FLAREBOT_MODE must be local or production")
+    data_dir = Path(env_str("FLAREBOT_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+    port = env_int("FLAREBOT_PORT", 8000, minimum=1, maximum=65535)
+    origin_raw = _raw("FLAREBOT_ORIGIN")
+    if origin_raw is None:
+        if mode == "production":
+            raise ConfigurationError("FLAREBOT_ORIGIN is required in production mode")
+        origin_raw = f"http://127.0.0.1:{port}"
+    return FlarebotConfig(
+        mode=mode,
+        data_dir=data_dir,
+        database_url=_raw("DATABASE_URL"),
+        redis_url=env_str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+        port=port,
+        bind=env_str("FLAREBOT_BIND", "127.0.0.1"),
+        origin=_normalise_origin(origin_raw, "FLAREBOT_ORIGIN"),
+        hsts_preload=env_bool("FLAREBOT_HSTS_PRELOAD", True),
+    )
+
+
+def ensure_data_dir(data_dir: Path) -> None:
+    """Create the data directory (owner-only) and its logs folder."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "logs").mkdir(exist_ok=True)
+    os.chmod(data_dir, 0o700)
+
+
+def server_secret(data_dir: Path) -> str:
+    """Return FLAREBOT_SECRET_KEY(_FILE), or the one generated under the data dir.
+
+    The generated secret is written once, 0600, with a link-based create so that the
+    web, worker and beat processes starting together all end up with the same value.
+    """
+    configured = env_secret("FLAREBOT_SECRET_KEY")
+    if configured:
+        if len(configured) < 50 or len(set(configured)) < 5:
+            raise ConfigurationError("FLAREBOT_SECRET_KEY must be at least 50 varied characters")
+        return configured
+    ensure_data_dir(data_dir)
+    path = data_dir / "secret_key"
+    if not path.exists():
+        tmp = data_dir / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(secrets.token_urlsafe(64))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process won the race; use its secret
+        finally:
+            tmp.unlink()
+    value = path.read_text(encoding="utf-8").strip()
+    if len(value) < 50:
+        raise ConfigurationError(f"{path} holds a secret that is too short")
+    return value

@@ -1,0 +1,117 @@
+"""The request boundary: origin, installation, session and owner checks, in that order.
+
+Everything under /api/ is answered in the contract's error shape (401, 403, 503), never
+with a redirect; pages fall back to the sign-in page. /status/ and /static/ are public.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.contrib.auth import logout
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from flarebot.core.errors import error_body
+from flarebot.core.installation import installation_get_verified
+from flarebot.core.sessions import SessionState, owner_session_state, session_cookie_count
+
+Handler = Callable[[HttpRequest], HttpResponse]
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+PUBLIC_PREFIXES = ("/status/", "/static/")
+
+
+def is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def refusal(request: HttpRequest, status: int, code: str, message: str) -> HttpResponse:
+    """Answer with the contract's error shape for the API, plain text elsewhere."""
+    if is_api(request):
+        return JsonResponse(error_body(code, message), status=status)
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+class PrivateResponseMiddleware:
+    """Mark every response but static assets `Cache-Control: no-store`."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not request.path.startswith("/static/"):
+            response["Cache-Control"] = "no-store"
+        return response
+
+
+class OriginGuardMiddleware:
+    """Require the exact configured Origin on unsafe methods; refuse foreign Origins anywhere."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path == "/status/":
+            return self.get_response(request)
+        origin = request.headers.get("Origin")
+        unsafe = request.method not in SAFE_METHODS
+        if (unsafe and origin != settings.FLAREBOT_ORIGIN) or (origin is not None and origin != settings.FLAREBOT_ORIGIN):
+            return refusal(request, 403, "origin_refused", "This request must come from Flarebot's own origin.")
+        return self.get_response(request)
+
+
+class InstallationGuardMiddleware:
+    """Fail closed (503) when the installation row is missing or no longer matches its owner."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith(PUBLIC_PREFIXES):
+            return self.get_response(request)
+        installation = installation_get_verified()
+        if installation is None:
+            return refusal(
+                request,
+                503,
+                "installation_unavailable",
+                "Flarebot has no valid owner installation. "
+                "Create the owner with: python manage.py createowner --username NAME",
+            )
+        request.flarebot_installation = installation  # type: ignore[attr-defined]
+        return self.get_response(request)
+
+
+class DuplicateSessionCookieMiddleware:
+    """Refuse a request that carries the session cookie more than once."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if session_cookie_count(request.META.get("HTTP_COOKIE", "")) > 1:
+            if is_api(request):
+                return refusal(request, 401, "duplicate_cookie", "The session cookie was sent more than once.")
+            request.COOKIES.pop(settings.SESSION_COOKIE_NAME, None)
+        return self.get_response(request)
+
+
+class OwnerSessionMiddleware:
+    """Enforce the absolute session lifetime and owner identity; guard /api/ with 401/403."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        installation = getattr(request, "flarebot_installation", None)
+        if installation is None:
+            return self.get_response(request)
+        state = owner_session_state(session=request.session, user=request.user, installation=installation)
+        if state is SessionState.NOT_OWNER and is_api(request):
+            return refusal(request, 403, "not_owner", "Only Flarebot's owner may use it.")
+        if state in (SessionState.EXPIRED, SessionState.NOT_OWNER):
+            logout(request)  # pages then treat the visitor as signed out
+        if is_api(request) and state is not SessionState.VALID:
+            return refusal(request, 401, "not_authenticated", "Sign in to continue.")
+        return self.get_response(request)

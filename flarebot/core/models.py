@@ -1,0 +1,58 @@
+"""The base model every Flarebot model extends, and the core's own rows."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class BaseModel(models.Model):
+    """UUID primary key and creation/update times, as every model here has."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Installation(BaseModel):
+    """The single row that ties this database to its schema version and its owner.
+
+    Written once by `createowner`; every request verifies it and fails closed when it is
+    missing, duplicated, of another schema version, or no longer matches the owner.
+    """
+
+    # A constant column under a unique constraint: a second installation row cannot exist.
+    singleton = models.BooleanField(default=True, editable=False)
+    schema_version = models.PositiveIntegerField()
+    installation_id = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
+    owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    # The owner's username when the installation was made: a renamed or replaced owner
+    # account no longer matches and the installation fails closed.
+    owner_username = models.CharField(max_length=150)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["singleton"], name="core_installation_single_row"),
+            models.CheckConstraint(condition=models.Q(singleton=True), name="core_installation_singleton_true"),
+        ]
+
+
+class SignInFailure(BaseModel):
+    """One failed sign-in, kept for the throttle window."""
+
+    client = models.CharField(max_length=64)
+    account = models.CharField(max_length=150)
+
+    class Meta:
+        indexes = [
+            # signin_throttle_check: failures of one client and account in the window
+            models.Index(fields=["client", "account", "created_at"], name="core_signinfail_client_acct"),
+            # signin_throttle_check: failures of one client in the window; and the purge
+            models.Index(fields=["client", "created_at"], name="core_signinfail_client"),
+            models.Index(fields=["created_at"], name="core_signinfail_created"),
+        ]

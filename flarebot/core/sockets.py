@@ -1,0 +1,61 @@
+"""What every WebSocket consumer shares: the handshake checks, close codes, error frames."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, TypedDict
+
+from django.conf import settings
+
+from flarebot.core.errors import FlarebotError
+from flarebot.core.installation import installation_get_verified
+from flarebot.core.sessions import SessionState, owner_session_expires_at, owner_session_state, session_cookie_count
+
+CLOSE_SESSION_EXPIRED = 4001
+CLOSE_REFUSED = 4003
+CLOSE_NOT_FOUND = 4004
+
+
+class ErrorFrame(TypedDict):
+    type: Literal["error"]
+    code: str
+    message: str
+
+
+def error_frame(error: FlarebotError) -> ErrorFrame:
+    """Return the socket's error frame for a Flarebot error."""
+    return ErrorFrame(type="error", code=error.code, message=error.message)
+
+
+@dataclass(frozen=True)
+class Handshake:
+    """The outcome of checking a socket handshake: a close code, or the session's expiry."""
+
+    refusal: int | None
+    expires_at: datetime | None = None
+    session_key: str | None = None
+
+
+def _header(scope: dict[str, Any], name: bytes) -> list[str]:
+    return [value.decode("latin-1") for key, value in scope.get("headers", []) if key.lower() == name]
+
+
+def owner_handshake_check(scope: dict[str, Any]) -> Handshake:
+    """Check origin, cookie, installation and owner session of a socket (sync: touches the DB)."""
+    origins = _header(scope, b"origin")
+    if origins != [settings.FLAREBOT_ORIGIN]:
+        return Handshake(refusal=CLOSE_REFUSED)
+    if sum(session_cookie_count(value) for value in _header(scope, b"cookie")) > 1:
+        return Handshake(refusal=CLOSE_REFUSED)
+    installation = installation_get_verified()
+    if installation is None:
+        return Handshake(refusal=CLOSE_REFUSED)
+    session = scope["session"]
+    user = scope["user"]
+    state = owner_session_state(session=session, user=user, installation=installation)
+    if state is SessionState.NOT_OWNER:
+        return Handshake(refusal=CLOSE_REFUSED)
+    if state is not SessionState.VALID:
+        return Handshake(refusal=CLOSE_SESSION_EXPIRED)
+    return Handshake(refusal=None, expires_at=owner_session_expires_at(session), session_key=session.session_key)

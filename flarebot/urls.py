@@ -1,0 +1,21 @@
+"""Top-level routes; each app owns the routes under its prefix."""
+
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView
+
+from flarebot.core import views as core_views
+
+urlpatterns = [
+    path("status/", core_views.status, name="status"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/", include("conversations.urls")),
+    # The admin signs in through Flarebot's own throttled sign-in page.
+    path("admin/login/", RedirectView.as_view(url="/login/?next=/admin/", query_string=False)),
+    path("admin/", admin.site.urls),
+    path("", include("settings_ui.urls")),
+]
+
+handler404 = core_views.not_found
+handler500 = core_views.server_error

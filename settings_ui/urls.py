@@ -1,0 +1,9 @@
+from django.urls import path
+
+from settings_ui import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", views.login_view, name="login"),
+    path("logout/", views.logout_view, name="logout"),
+]

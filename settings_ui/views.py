@@ -1,0 +1,76 @@
+"""Pages: sign-in, sign-out and the chat shell."""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.http import require_http_methods, require_POST
+
+from flarebot.core.errors import LimitReached
+from flarebot.core.sessions import SessionState, owner_session_end, owner_session_state
+from flarebot.core.signin import owner_signin
+
+
+class SignInForm(forms.Form):
+    username = forms.CharField(max_length=150, strip=False)
+    password = forms.CharField(max_length=4096, strip=False, widget=forms.PasswordInput)
+
+
+def _is_owner(request: HttpRequest) -> bool:
+    installation = request.flarebot_installation  # type: ignore[attr-defined]
+    state = owner_session_state(session=request.session, user=request.user, installation=installation)
+    return state is SessionState.VALID
+
+
+def _safe_next(request: HttpRequest) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or "/"
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=False):
+        return target if target.startswith("/") and not target.startswith("//") else "/"
+    return "/"
+
+
+@require_http_methods(["GET", "HEAD"])
+def home(request: HttpRequest) -> HttpResponse:
+    """Show the chat page to the owner; send anyone else to the sign-in page."""
+    if not _is_owner(request):
+        return HttpResponseRedirect("/login/")
+    return render(request, "chat.html")
+
+
+@csrf_protect
+@require_http_methods(["GET", "HEAD", "POST"])
+def login_view(request: HttpRequest) -> HttpResponse:
+    """Sign the owner in; failures are throttled and never say which part was wrong."""
+    if request.method != "POST" and _is_owner(request):
+        return HttpResponseRedirect(_safe_next(request))
+    form = SignInForm(request.POST if request.method == "POST" else None)
+    status = 200
+    error = ""
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                if owner_signin(
+                    request=request,
+                    installation=request.flarebot_installation,  # type: ignore[attr-defined]
+                    username=form.cleaned_data["username"],
+                    password=form.cleaned_data["password"],
+                ):
+                    return HttpResponseRedirect(_safe_next(request))
+                error, status = "That username and password do not match.", 400
+            except LimitReached as limit:
+                error, status = limit.message, 429
+        else:
+            error, status = "Enter a username and a password.", 400
+    context = {"form": form, "error": error, "next": _safe_next(request)}
+    return render(request, "login.html", context, status=status)
+
+
+@csrf_protect
+@require_POST
+def logout_view(request: HttpRequest) -> HttpResponse:
+    """Sign out and close this session's sockets."""
+    owner_session_end(request=request)
+    return HttpResponseRedirect("/login/")
