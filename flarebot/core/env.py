@@ -129,7 +129,7 @@ def load_config() -> FlarebotConfig:
     return FlarebotConfig(
         mode=mode,
         data_dir=data_dir,
-        database_url=_raw("DATABASE_URL"),
+        database_url=env_secret("DATABASE_URL"),
         redis_url=env_str("REDIS_URL", "redis://127.0.0.1:6379/0"),
         port=port,
         bind=env_str("FLAREBOT_BIND", "127.0.0.1"),

@@ -8,6 +8,7 @@ period, so nothing is left running.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -20,6 +21,16 @@ from pathlib import Path
 from typing import IO
 
 WORKER_QUEUES = "turns,tools,default"
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Have Linux send SIGTERM to the child if the supervisor itself dies (even by SIGKILL)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass  # not Linux: Ctrl-C and SIGTERM still stop every child
 
 
 @dataclass
@@ -71,6 +82,7 @@ class Stack:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
             self.processes[spec.name] = process
             pump = threading.Thread(target=self._pump, args=(spec.name, process), daemon=True)

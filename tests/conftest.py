@@ -1,0 +1,59 @@
+"""Fixtures every test may use: the owner, signed-in clients, and the live stack."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from flarebot.core.installation import owner_create
+from flarebot.core.models import Installation
+from tests.support.live import LiveStack, start_live_stack
+from tests.support.resources import release_redis_db
+
+OWNER_USERNAME = "owner"
+OWNER_PASSWORD = "a-long-owner-passphrase-42"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    release_redis_db(os.environ["REDIS_URL"], os.environ["FLAREBOT_TEST_RUN_ID"])
+
+
+@pytest.fixture
+def origin() -> str:
+    return settings.FLAREBOT_ORIGIN
+
+
+@pytest.fixture
+def owner(db: None) -> Installation:
+    return owner_create(username=OWNER_USERNAME, password=OWNER_PASSWORD)
+
+
+def signed_in_client(installation: Installation) -> Client:
+    """Sign in through the real sign-in page and return the client."""
+    client = Client(headers={"Origin": settings.FLAREBOT_ORIGIN})
+    response = client.post("/login/", {"username": OWNER_USERNAME, "password": OWNER_PASSWORD})
+    assert response.status_code == 302, response.content
+    return client
+
+
+@pytest.fixture
+def owner_client(owner: Installation) -> Client:
+    return signed_in_client(owner)
+
+
+@pytest.fixture
+def anonymous_client() -> Client:
+    return Client(headers={"Origin": settings.FLAREBOT_ORIGIN})
+
+
+@pytest.fixture(scope="session")
+def live_stack(django_db_setup: None, django_db_blocker: object) -> Iterator[LiveStack]:
+    stack = start_live_stack()
+    try:
+        yield stack
+    finally:
+        stack.stop()

@@ -1,0 +1,82 @@
+"""The live stack: daphne, a Celery worker and beat as real processes on the test resources."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import redis
+from django.conf import settings
+from django.db import connection
+
+from flarebot.core.env import BASE_DIR
+from flarebot.core.stack import Stack, process_specs
+
+
+@dataclass
+class LiveStack:
+    stack: Stack
+    base_url: str
+    origin: str
+    log_dir: Path
+
+    def stop(self) -> None:
+        self.stack.stop()
+
+    def restart(self, name: str) -> None:
+        self.stack.restart(name)
+        self.wait_ready(name)
+
+    def wait_ready(self, name: str | None = None) -> None:
+        if name in (None, "web"):
+            self.stack.wait_for(self._web_answers, timeout=60, what="daphne to answer /status/")
+        if name in (None, "worker"):
+            self.stack.wait_for(lambda: " ready." in self.stack.log_text("worker"), timeout=60, what="worker ready")
+        if name in (None, "beat"):
+            self.stack.wait_for(lambda: "beat: Starting" in self.stack.log_text("beat"), timeout=60, what="beat")
+
+    def _web_answers(self) -> bool:
+        try:
+            return httpx.get(f"{self.base_url}/status/", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def logs(self) -> str:
+        return "\n".join(self.stack.log_text(name) for name in ("web", "worker", "beat"))
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db['NAME']}"
+    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+def start_live_stack() -> LiveStack:
+    """Start the processes against this run's database, Redis and data dir, and wait for them."""
+    port = int(os.environ["FLAREBOT_PORT"])
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "flarebot.settings",
+        "DATABASE_URL": _database_url(),
+        "PYTHONUNBUFFERED": "1",
+    }
+    log_dir = Path(settings.FLAREBOT_DATA_DIR) / "logs" / "live"
+    specs = process_specs(bind="127.0.0.1", port=port, worker_name=f"test-{os.getpid()}@{socket.gethostname()}")
+    live = LiveStack(
+        stack=Stack(specs=specs, env=env, log_dir=log_dir, cwd=BASE_DIR),
+        base_url=f"http://127.0.0.1:{port}",
+        origin=settings.FLAREBOT_ORIGIN,
+        log_dir=log_dir,
+    )
+    redis.Redis.from_url(settings.REDIS_URL).ping()
+    live.stack.start()
+    try:
+        live.wait_ready()
+    except Exception:
+        live.stop()
+        raise
+    return live
