@@ -6,12 +6,14 @@ import asyncio
 import json
 import uuid
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import timezone
 
-from conversations import selectors
+from conversations import eventlog, selectors, turns
+from conversations.eventlog import EventFrame, EventsPublished
 from conversations.events import conversation_group
 from conversations.frames import parse_client_frame
 from flarebot.core.errors import FlarebotError, Unavailable
@@ -22,6 +24,28 @@ from flarebot.core.sockets import (
     error_frame,
     owner_handshake_check,
 )
+
+
+def _last_sequence_param(scope: dict[str, Any]) -> int:
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("last_sequence", ["0"])
+    value = values[-1]
+    return int(value) if value.isdigit() and len(value) <= 18 else 0
+
+
+@database_sync_to_async
+def _events_after(conversation_id: uuid.UUID, after: int) -> list[EventFrame]:
+    return eventlog.event_list_after(conversation_id=conversation_id, after=after)
+
+
+@database_sync_to_async
+def _submit(conversation_id: uuid.UUID, request_id: str, text: str) -> uuid.UUID:
+    turn, _ = turns.turn_submit(conversation_id=conversation_id, request_id=uuid.UUID(request_id), text=text)
+    return turn.id
+
+
+@database_sync_to_async
+def _cancel(conversation_id: uuid.UUID) -> None:
+    turns.turn_cancel(conversation_id=conversation_id)
 
 
 @database_sync_to_async
@@ -53,6 +77,32 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             return
         await self.accept()
         self.expiry_task = asyncio.create_task(self._close_at(handshake.expires_at))
+        # Group messages that arrive during the replay wait in this consumer's queue and
+        # are handled after it, deduplicated by sequence.
+        self.last_sent = _last_sequence_param(self.scope)
+        await self._catch_up(until=None)
+
+    async def _catch_up(self, *, until: int | None) -> None:
+        """Send stored events after the last one sent (up to `until`), page by page."""
+        while until is None or self.last_sent < until:
+            frames = await _events_after(self.conversation_id, self.last_sent)
+            for frame in frames:
+                if until is not None and frame["sequence"] > until:
+                    return
+                await self.send(text_data=json.dumps(frame))
+                self.last_sent = frame["sequence"]
+            if len(frames) < eventlog.PAGE_SIZE:
+                return
+
+    async def events_published(self, message: EventsPublished) -> None:
+        for frame in message["frames"]:
+            sequence = frame["sequence"]
+            if sequence <= self.last_sent:
+                continue
+            if sequence > self.last_sent + 1:
+                await self._catch_up(until=sequence - 1)
+            await self.send(text_data=json.dumps(frame))
+            self.last_sent = sequence
 
     async def _close_at(self, expires_at: Any) -> None:
         await asyncio.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()))
@@ -68,7 +118,14 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
             frame = parse_client_frame(text_data, bytes_data)
-            raise Unavailable(f"{frame['type']} is not handled by this version of Flarebot.", code="not_supported")
+            if frame["type"] == "user_message":
+                turn_id = await _submit(self.conversation_id, frame["request_id"], frame["text"])
+                ack = {"type": "ack", "request_id": frame["request_id"].lower(), "turn_id": str(turn_id)}
+                await self.send(text_data=json.dumps(ack))
+            elif frame["type"] == "cancel_agent":
+                await _cancel(self.conversation_id)
+            else:
+                raise Unavailable("No browser task is waiting for an answer.", code="no_critical_point")
         except FlarebotError as error:
             await self.send(text_data=json.dumps(error_frame(error)))
 

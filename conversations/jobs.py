@@ -8,7 +8,9 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
-from conversations import services
+from conversations import services, turns
+from conversations.engine.runner import run_turn
+from conversations.engine.runtime import engine_runtime
 
 
 @shared_task(name="conversations.jobs.conversation_teardown")
@@ -23,6 +25,20 @@ def conversation_finish_deletions() -> None:
     services.conversations_finish_deletions()
 
 
+@shared_task(name="conversations.jobs.turn_run")
+def turn_run(turn_id: str) -> None:
+    """Run one turn on this process's engine loop; a duplicate delivery returns at once."""
+    runtime = engine_runtime()
+    runtime.run(run_turn(uuid.UUID(turn_id), cancels=runtime.cancels))
+
+
+@shared_task(name="conversations.jobs.turns_reconcile")
+def turns_reconcile() -> None:
+    """Requeue turns whose worker died or whose enqueue was lost."""
+    turns.turns_reconcile()
+
+
 @worker_ready.connect
-def _finish_deletions_on_start(**kwargs: Any) -> None:
+def _recover_on_start(**kwargs: Any) -> None:
     conversation_finish_deletions.delay()
+    turns_reconcile.delay()

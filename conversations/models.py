@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from flarebot.core.models import BaseModel
+from flarebot.core.models import BaseModel, SingletonModel
 
 
 class ConversationState(models.TextChoices):
@@ -17,6 +17,10 @@ class Conversation(BaseModel):
     """One conversation. `updated_at` tracks its display metadata, not message activity."""
 
     name = models.CharField(max_length=120)
+    # Counters bumped with F() updates (which leave updated_at alone): the event log's
+    # high-water mark and the ordinal of the latest turn.
+    last_sequence = models.PositiveBigIntegerField(default=0)
+    last_turn_ordinal = models.PositiveIntegerField(default=0)
     state = models.CharField(max_length=16, choices=ConversationState.choices, default=ConversationState.ACTIVE)
     deletion_requested_at = models.DateTimeField(null=True, blank=True)
 
@@ -33,3 +37,122 @@ class Conversation(BaseModel):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TurnStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+TERMINAL_TURN_STATUSES = (TurnStatus.COMPLETED, TurnStatus.FAILED, TurnStatus.CANCELLED)
+
+
+class Turn(BaseModel):
+    """One user message and the agent's work answering it.
+
+    Turns of a conversation run one at a time in `ordinal` order. A worker owns a turn
+    while its lease (`lease_token`, `lease_expires_at`) is live; the reconciliation job
+    requeues turns whose lease expired because their worker died.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    ordinal = models.PositiveIntegerField()
+    request_id = models.UUIDField()
+    status = models.CharField(max_length=16, choices=TurnStatus.choices, default=TurnStatus.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    attempts = models.PositiveIntegerField(default=0)
+    # Attempts in a row that ended (stall, crash, dropped stream) without new output.
+    attempts_without_progress = models.PositiveIntegerField(default=0)
+    lease_token = models.CharField(max_length=32, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    provider = models.CharField(max_length=32, blank=True, default="")
+    model = models.CharField(max_length=128, blank=True, default="")
+    steps = models.PositiveIntegerField(default=0)
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    error_message = models.CharField(max_length=500, blank=True, default="")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "request_id"], name="conv_turn_request_unique"),
+            models.UniqueConstraint(fields=["conversation", "ordinal"], name="conv_turn_ordinal_unique"),
+            models.CheckConstraint(condition=models.Q(status__in=TurnStatus.values), name="conv_turn_status_valid"),
+        ]
+        indexes = [
+            # turn_claim / turn_next_runnable: unfinished turns of a conversation in order
+            models.Index(fields=["conversation", "status", "ordinal"], name="conv_turn_queue"),
+            # turns_reconcile: running turns whose lease expired, queued turns left behind
+            models.Index(fields=["status", "lease_expires_at"], name="conv_turn_lease"),
+        ]
+
+
+class MessageRole(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+
+
+class Message(BaseModel):
+    """A transcript message: the user's text, or the assistant's text and tool parts of a turn."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=MessageRole.choices)
+    # Transcript order: 2 * turn ordinal, plus 1 for the assistant's answer to it.
+    ordinal = models.PositiveIntegerField()
+    parts = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "role"], name="conv_message_turn_role_unique"),
+            models.CheckConstraint(condition=models.Q(role__in=MessageRole.values), name="conv_message_role_valid"),
+        ]
+        indexes = [
+            # message_list / transcript_for_turn: a conversation's transcript in order
+            models.Index(fields=["conversation", "ordinal"], name="conv_message_transcript"),
+        ]
+
+
+class Event(BaseModel):
+    """One durable entry of a conversation's event log, numbered without gaps by `sequence`."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
+    sequence = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=40)
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, null=True, blank=True, related_name="events")
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            # Also the index of event_list_after (replay after a sequence).
+            models.UniqueConstraint(fields=["conversation", "sequence"], name="conv_event_sequence_unique"),
+        ]
+
+
+class ModelConfiguration(SingletonModel):
+    """The provider and model every conversation uses (one row; absent means the default)."""
+
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=128)
+
+    class Meta(SingletonModel.Meta):
+        pass
+
+
+class ProviderKey(BaseModel):
+    """A provider's API key, sealed with AES-256-GCM (see flarebot.core.crypto); never plaintext."""
+
+    provider = models.CharField(max_length=32, unique=True)
+    sealed = models.BinaryField()
+
+
+class InstructionOverride(SingletonModel):
+    """The owner's instructions replacing the shipped defaults; absent means the defaults."""
+
+    text = models.TextField()
+
+    class Meta(SingletonModel.Meta):
+        pass

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 
+from django.db import transaction
 from django.db.models import QuerySet
 
-from conversations.models import Conversation, ConversationState
+from conversations.models import Conversation, ConversationState, Message
 
 
 def conversation_list() -> QuerySet[Conversation]:
@@ -17,3 +18,22 @@ def conversation_list() -> QuerySet[Conversation]:
 def conversation_get_active(*, conversation_id: uuid.UUID) -> Conversation | None:
     """Return the conversation if it exists and is not being deleted."""
     return Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).first()
+
+
+def transcript_snapshot(*, conversation_id: uuid.UUID) -> tuple[list[Message], int] | None:
+    """Return the transcript and the event high-water mark it matches, or None if unknown.
+
+    Writers append events and update messages in one transaction that locks the
+    conversation row; taking that lock here makes both reads agree.
+    """
+    with transaction.atomic():
+        conversation = (
+            Conversation.objects.select_for_update()
+            .filter(id=conversation_id, state=ConversationState.ACTIVE)
+            .only("id", "last_sequence")
+            .first()
+        )
+        if conversation is None:
+            return None
+        messages = list(Message.objects.filter(conversation_id=conversation_id).order_by("ordinal"))
+        return messages, conversation.last_sequence

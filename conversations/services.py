@@ -19,6 +19,7 @@ from django.utils import timezone
 from conversations.events import ConversationDeleted, conversation_group
 from conversations.models import Conversation, ConversationState
 from conversations.signals import conversation_torn_down
+from conversations.turns import turns_stop_for_deletion
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.text import has_control_characters, utf16_length
 
@@ -89,8 +90,9 @@ def conversation_teardown(*, conversation_id: uuid.UUID) -> bool:
     conversation = Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).first()
     if conversation is None:
         return False
-    # Later parts hook in here, lowest first: the turn engine cancels running turns,
-    # tools close browsers and containers; upper apps listen to the signal.
+    # Lowest first: running turns stop (their partial output goes with the conversation),
+    # tools will close browsers and containers here; upper apps listen to the signal.
+    turns_stop_for_deletion(conversation_id=conversation_id)
     conversation_torn_down.send(sender=Conversation, conversation_id=conversation_id)
     Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).delete()
     return True

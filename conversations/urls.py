@@ -1,8 +1,15 @@
 from django.urls import path
 
-from conversations import api
+from conversations import api, api_settings, api_transcript
 
 urlpatterns = [
     path("conversations/", api.ConversationListApi.as_view(), name="conversation-list"),
     path("conversations/<str:conversation_id>/", api.ConversationDetailApi.as_view(), name="conversation-detail"),
+    path("conversations/<str:conversation_id>/messages/", api_transcript.MessageListApi.as_view(), name="messages"),
+    path("conversations/<str:conversation_id>/events/", api_transcript.EventListApi.as_view(), name="events"),
+    path("conversations/<str:conversation_id>/cancel/", api_transcript.CancelApi.as_view(), name="cancel"),
+    path("settings/model/", api_settings.ModelSettingsApi.as_view(), name="model-settings"),
+    path("settings/model/catalog/", api_settings.ModelCatalogApi.as_view(), name="model-catalog"),
+    path("settings/provider-keys/<str:provider>/", api_settings.ProviderKeyApi.as_view(), name="provider-key"),
+    path("settings/instructions/", api_settings.InstructionsApi.as_view(), name="instructions"),
 ]

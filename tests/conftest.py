@@ -11,6 +11,7 @@ from django.test import Client
 
 from flarebot.core.installation import owner_create
 from flarebot.core.models import Installation
+from tests.support.fake_providers import FakeProviders
 from tests.support.live import LiveStack, start_live_stack
 from tests.support.resources import release_redis_db
 
@@ -57,3 +58,18 @@ def live_stack(django_db_setup: None, django_db_blocker: object) -> Iterator[Liv
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="session")
+def fake_providers_server() -> Iterator[FakeProviders]:
+    server = FakeProviders(port=int(os.environ["FLAREBOT_TEST_PROVIDER_PORT"])).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_providers(fake_providers_server: FakeProviders) -> Iterator[FakeProviders]:
+    """The loopback providers, with no script and no recorded request left from other tests."""
+    fake_providers_server.reset()
+    yield fake_providers_server
+    fake_providers_server.reset()

@@ -16,6 +16,14 @@ from tests.support.resources import claim_redis_db, free_port, new_run_id
 RUN_ID = os.environ.setdefault("FLAREBOT_TEST_RUN_ID", new_run_id())
 os.environ.setdefault("FLAREBOT_DATA_DIR", tempfile.mkdtemp(prefix=f"flarebot-test-{RUN_ID}-"))
 os.environ.setdefault("FLAREBOT_PORT", str(free_port()))
+# The loopback model providers (tests/support/fake_providers.py) listen here; the live
+# stack's worker inherits these base URLs.
+_provider_port = os.environ.setdefault("FLAREBOT_TEST_PROVIDER_PORT", str(free_port()))
+os.environ["FLAREBOT_ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{_provider_port}"
+os.environ["FLAREBOT_OPENAI_BASE_URL"] = f"http://127.0.0.1:{_provider_port}/v1"
+os.environ.pop("FLAREBOT_LOCAL_BASE_URL", None)
+os.environ.pop("FLAREBOT_LOCAL_MODELS", None)
+os.environ.setdefault("FLAREBOT_STREAM_IDLE_TIMEOUT", "3")
 os.environ.pop("FLAREBOT_ORIGIN", None)
 os.environ.pop("FLAREBOT_MODE", None)
 os.environ.pop("DATABASE_URL", None)
@@ -45,5 +53,6 @@ else:
     raise RuntimeError("FLAREBOT_TEST_DB must be postgres or sqlite")
 
 # Password hashing at full strength would dominate the suite's run time; the hasher
-# itself is Django's and not what these tests are about.
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# itself is Django's and not what these tests are about. It must stay a format the real
+# settings verify: the live stack's processes check passwords that tests create here.
+PASSWORD_HASHERS = ["tests.support.hashers.FastPBKDF2PasswordHasher"]

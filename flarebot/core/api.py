@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -14,7 +13,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
 from flarebot.core.errors import FlarebotError, InvalidInput, error_body
-
+from flarebot.core.times import iso
 
 _DRF_CODES = {
     exceptions.NotAuthenticated: "not_authenticated",
@@ -57,8 +56,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         code = next((c for kind, c in _DRF_CODES.items() if isinstance(exc, kind)), "error")
         message = str(exc.detail)[:500] if code != "invalid_json" else "The body must be valid JSON."
         response = Response(error_body(code, message), status=exc.status_code)
-        if isinstance(exc, exceptions.Throttled) and exc.wait:
-            response["Retry-After"] = str(int(exc.wait))
+        wait = getattr(exc, "wait", None)
+        if isinstance(exc, exceptions.Throttled) and wait:
+            response["Retry-After"] = str(int(wait))
         return response
     return None
 
@@ -75,22 +75,19 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+__all__ = ["StrictSerializer", "StringField", "exception_handler", "iso", "parse_uuid"]
+
+
 def parse_uuid(value: str, *, what: str = "id") -> uuid.UUID:
     """Parse a canonical (hyphenated, any case) UUID from a path or body, or raise 400."""
-    if len(value) != 36:
-        raise InvalidInput(f"The {what} is not a valid UUID.", code="invalid_id")
     try:
-        return uuid.UUID(value)
+        parsed = uuid.UUID(value)
     except ValueError:
-        raise InvalidInput(f"The {what} is not a valid UUID.", code="invalid_id") from None
-
-
-def iso(value: datetime | None) -> str | None:
-    """Format a datetime as ISO-8601 UTC with milliseconds and `Z`."""
-    if value is None:
-        return None
-    utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+        parsed = None
+    # uuid.UUID also takes "urn:", braces and stray hyphens; only the canonical form is an id.
+    if parsed is None or str(parsed) != value.lower():
+        raise InvalidInput(f"The {what} is not a valid UUID.", code="invalid_id")
+    return parsed
 
 
 @extend_schema_field(OpenApiTypes.STR)

@@ -100,6 +100,11 @@ class FlarebotConfig:
     bind: str
     origin: str
     hsts_preload: bool
+    anthropic_base_url: str
+    openai_base_url: str
+    local_base_url: str | None
+    local_models: tuple[str, ...]
+    stream_idle_timeout: float
 
     @property
     def production(self) -> bool:
@@ -135,7 +140,23 @@ def load_config() -> FlarebotConfig:
         bind=env_str("FLAREBOT_BIND", "127.0.0.1"),
         origin=_normalise_origin(origin_raw, "FLAREBOT_ORIGIN"),
         hsts_preload=env_bool("FLAREBOT_HSTS_PRELOAD", True),
+        anthropic_base_url=env_str("FLAREBOT_ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+        openai_base_url=env_str("FLAREBOT_OPENAI_BASE_URL", "https://api.openai.com/v1"),
+        local_base_url=_raw("FLAREBOT_LOCAL_BASE_URL"),
+        local_models=_local_models(),
+        stream_idle_timeout=float(env_int("FLAREBOT_STREAM_IDLE_TIMEOUT", 60, minimum=1, maximum=600)),
     )
+
+
+def _local_models() -> tuple[str, ...]:
+    raw = _raw("FLAREBOT_LOCAL_MODELS") or ""
+    models = tuple(dict.fromkeys(m.strip() for m in raw.split(",") if m.strip()))
+    for model in models:
+        if len(model) > 128 or any(ch.isspace() or not ch.isprintable() for ch in model):
+            raise ConfigurationError("FLAREBOT_LOCAL_MODELS holds an invalid model id")
+    if models and not _raw("FLAREBOT_LOCAL_BASE_URL"):
+        raise ConfigurationError("FLAREBOT_LOCAL_MODELS needs FLAREBOT_LOCAL_BASE_URL")
+    return models
 
 
 def ensure_data_dir(data_dir: Path) -> None:

@@ -56,7 +56,9 @@ class OriginGuardMiddleware:
             return self.get_response(request)
         origin = request.headers.get("Origin")
         unsafe = request.method not in SAFE_METHODS
-        if (unsafe and origin != settings.FLAREBOT_ORIGIN) or (origin is not None and origin != settings.FLAREBOT_ORIGIN):
+        if (unsafe and origin != settings.FLAREBOT_ORIGIN) or (
+            origin is not None and origin != settings.FLAREBOT_ORIGIN
+        ):
             return refusal(request, 403, "origin_refused", "This request must come from Flarebot's own origin.")
         return self.get_response(request)
 

@@ -41,6 +41,9 @@ class Installation(BaseModel):
             models.CheckConstraint(condition=models.Q(singleton=True), name="core_installation_singleton_true"),
         ]
 
+    def __str__(self) -> str:
+        return f"installation {self.installation_id} owned by {self.owner_username}"
+
 
 class SignInFailure(BaseModel):
     """One failed sign-in, kept for the throttle window."""
@@ -55,4 +58,20 @@ class SignInFailure(BaseModel):
             # signin_throttle_check: failures of one client in the window; and the purge
             models.Index(fields=["client", "created_at"], name="core_signinfail_client"),
             models.Index(fields=["created_at"], name="core_signinfail_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"failed sign-in for {self.account} from {self.client}"
+
+
+class SingletonModel(BaseModel):
+    """A model with at most one row: a constant column under a unique constraint."""
+
+    singleton = models.BooleanField(default=True, editable=False)
+
+    class Meta:
+        abstract = True
+        constraints = [
+            models.UniqueConstraint(fields=["singleton"], name="%(app_label)s_%(class)s_single_row"),
+            models.CheckConstraint(condition=models.Q(singleton=True), name="%(app_label)s_%(class)s_singleton_true"),
         ]

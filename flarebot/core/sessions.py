@@ -15,6 +15,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import login, logout
+from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.sessions.backends.base import SessionBase
 from django.http import HttpRequest
 from django.utils import timezone
@@ -68,9 +69,11 @@ def owner_session_state(*, session: SessionBase, user: object, installation: Ins
     return SessionState.VALID
 
 
-def owner_session_start(*, request: HttpRequest, installation: Installation) -> None:
+def owner_session_start(*, request: HttpRequest, installation: Installation, user: AbstractBaseUser) -> None:
     """Sign the owner in: a new session key, stamped with sign-in time and installation."""
-    login(request, installation.owner)
+    # `user` is the instance authenticate() returned: when it just upgraded the password
+    # hash, only that instance carries the hash the session's auth hash must match.
+    login(request, user)  # type: ignore[arg-type]  # the auth user model here is User
     request.session[AUTH_AT_KEY] = timezone.now().timestamp()
     request.session[INSTALLATION_KEY] = str(installation.installation_id)
     request.session.set_expiry(settings.FLAREBOT_SESSION_LIFETIME)
@@ -87,4 +90,3 @@ def owner_session_end(*, request: HttpRequest) -> None:
     logout(request)
     if session_key:
         async_to_sync(get_channel_layer().group_send)(session_group(session_key), SessionEnded(type="session.ended"))
-

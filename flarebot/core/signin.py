@@ -57,5 +57,5 @@ def owner_signin(*, request: HttpRequest, installation: Installation, username: 
         signin_failure_record(client=client, username=username)
         return False
     signin_failures_clear(client=client, username=username)
-    owner_session_start(request=request, installation=installation)
+    owner_session_start(request=request, installation=installation, user=user)
     return True

@@ -8,6 +8,7 @@ period, so nothing is left running.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -113,10 +114,8 @@ class Stack:
         """Stop every process (or the named one): SIGTERM, then SIGKILL after the grace period."""
         names = [only] if only else list(self.processes)
         for name in names:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.signal(name, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + grace
         for name in names:
             process = self.processes[name]
@@ -126,10 +125,8 @@ class Stack:
                 self.signal(name, signal.SIGKILL)
                 process.wait()
             # Reap stragglers left in the group (a SIGKILLed parent can orphan children).
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
 
     def restart(self, name: str) -> None:
         """Stop and start one process."""

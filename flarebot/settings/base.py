@@ -183,6 +183,10 @@ CELERY_TASK_ROUTES = {
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 60 * 60 * 2}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
+    "conversations-reconcile-turns": {
+        "task": "conversations.jobs.turns_reconcile",
+        "schedule": 30.0,
+    },
     "conversations-finish-deletions": {
         "task": "conversations.jobs.conversation_finish_deletions",
         "schedule": 300.0,
@@ -215,5 +219,8 @@ LOGGING = {
     "loggers": {
         "django.request": {"level": "ERROR"},
         "daphne": {"level": "WARNING"},
+        # The provider SDKs' HTTP client logs every request at INFO.
+        "httpx2": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
     },
 }

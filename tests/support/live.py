@@ -27,16 +27,27 @@ class LiveStack:
         self.stack.stop()
 
     def restart(self, name: str) -> None:
+        """Stop and start one process, and wait until the new one (not the old) is ready."""
+        since = self.log_size(name)
         self.stack.restart(name)
-        self.wait_ready(name)
+        self.wait_ready(name, since=since)
 
-    def wait_ready(self, name: str | None = None) -> None:
+    def wait_ready(self, name: str | None = None, *, since: int = 0) -> None:
+        """Wait for the named process (or all); only log lines after `since` count."""
         if name in (None, "web"):
             self.stack.wait_for(self._web_answers, timeout=60, what="daphne to answer /status/")
         if name in (None, "worker"):
-            self.stack.wait_for(lambda: " ready." in self.stack.log_text("worker"), timeout=60, what="worker ready")
+            self.stack.wait_for(lambda: " ready." in self.log_since("worker", since), timeout=60, what="worker ready")
         if name in (None, "beat"):
-            self.stack.wait_for(lambda: "beat: Starting" in self.stack.log_text("beat"), timeout=60, what="beat")
+            self.stack.wait_for(lambda: "beat: Starting" in self.log_since("beat", since), timeout=60, what="beat")
+
+    def log_size(self, name: str) -> int:
+        """Return how much one process has logged so far (an offset for `log_since`)."""
+        return len(self.stack.log_text(name))
+
+    def log_since(self, name: str, offset: int) -> str:
+        """Return what one process logged after the offset."""
+        return self.stack.log_text(name)[offset:]
 
     def _web_answers(self) -> bool:
         try:

@@ -23,7 +23,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         config = settings.CONFIG
-        specs = process_specs(bind=config.bind, port=config.port, worker_name=f"worker-{os.getpid()}@{socket.gethostname()}")
+        specs = process_specs(
+            bind=config.bind, port=config.port, worker_name=f"worker-{os.getpid()}@{socket.gethostname()}"
+        )
         if not redis_is_reachable(config.redis_url):
             argv = private_redis_argv(config.redis_url, config.data_dir)
             if argv is None:
@@ -31,7 +33,9 @@ class Command(BaseCommand):
                     f"Redis does not answer at {config.redis_url} and no local redis-server can be started. "
                     "Start Redis or set REDIS_URL."
                 )
-            self.stdout.write(f"Redis does not answer; starting a private redis-server under {config.data_dir / 'redis'}.")
+            self.stdout.write(
+                f"Redis does not answer; starting a private redis-server under {config.data_dir / 'redis'}."
+            )
             specs.insert(0, ProcessSpec("redis", argv))
         if installation_get_verified() is None:
             self.stdout.write(

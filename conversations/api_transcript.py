@@ -1,0 +1,69 @@
+"""JSON API of a conversation's transcript: messages, events, submitting and cancelling turns."""
+
+from __future__ import annotations
+
+import uuid
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations import eventlog, selectors, turns
+from flarebot.core.api import StrictSerializer, StringField, parse_uuid
+from flarebot.core.errors import InvalidInput, NotFound
+
+
+class MessageSubmitInput(StrictSerializer):
+    request_id = StringField()
+    text = StringField()
+
+
+def _active(conversation_id: str) -> uuid.UUID:
+    parsed = parse_uuid(conversation_id, what="conversation id")
+    if selectors.conversation_get_active(conversation_id=parsed) is None:
+        raise NotFound("This conversation does not exist.", code="conversation_not_found")
+    return parsed
+
+
+class MessageListApi(APIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, conversation_id: str) -> Response:
+        snapshot = selectors.transcript_snapshot(conversation_id=parse_uuid(conversation_id, what="conversation id"))
+        if snapshot is None:
+            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        messages, last_sequence = snapshot
+        return Response({"messages": [turns.message_json(m) for m in messages], "last_sequence": last_sequence})
+
+    @extend_schema(request=MessageSubmitInput, responses={202: OpenApiTypes.OBJECT})
+    def post(self, request: Request, conversation_id: str) -> Response:
+        parsed = parse_uuid(conversation_id, what="conversation id")
+        body = MessageSubmitInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        request_id = parse_uuid(body.validated_data["request_id"], what="request_id")
+        turn, _ = turns.turn_submit(conversation_id=parsed, request_id=request_id, text=body.validated_data["text"])
+        return Response({"turn_id": str(turn.id)}, status=status.HTTP_202_ACCEPTED)
+
+
+class EventListApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("after", int)], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, conversation_id: str) -> Response:
+        parsed = _active(conversation_id)
+        raw = request.query_params.get("after", "0")
+        if not raw.isdigit() or len(raw) > 18:
+            raise InvalidInput("after: must be a whole number of at least 0.", code="invalid_after")
+        frames = eventlog.event_list_after(conversation_id=parsed, after=int(raw))
+        events = [{k: v for k, v in frame.items() if k != "type"} for frame in frames]
+        return Response({"events": events, "last_sequence": eventlog.last_sequence(conversation_id=parsed)})
+
+
+class CancelApi(APIView):
+    @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT})
+    def post(self, request: Request, conversation_id: str) -> Response:
+        parsed = _active(conversation_id)
+        if request.data not in ({}, None):
+            raise InvalidInput("The cancel request takes no body.", code="invalid")
+        turn_id = turns.turn_cancel(conversation_id=parsed)
+        return Response({"turn_id": str(turn_id) if turn_id else None}, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,189 @@
+"""Running one claimed turn: model steps, tool calls, cancellation, stalls and recovery.
+
+The loop streams a model step, persists its text as it arrives, runs the tool calls the
+step asked for, and feeds their results to the next step, for at most 8 steps (the last
+one without tools, so it must answer). Each attempt reads the current settings and
+instructions once and keeps them for all its steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from conversations.engine.cancel_bus import CancelListener
+from conversations.engine.preparation import Prepared, attempt_prepare
+from conversations.engine.runtime import db
+from conversations.engine.tool_calls import run_tool_calls
+from conversations.engine.writer import LeaseLost, TranscriptWriter
+from conversations.models import TurnStatus
+from conversations.providers.base import ModelRequest, StepFinished, StreamEvent, TextDelta, ToolCall, ToolDefinition
+from conversations.providers.catalog import adapter_for
+from conversations.providers.errors import ProviderError
+from conversations.turns import Claim, turn_attempt_stalled, turn_claim, turn_finish, turn_lease_renew
+from tools.registry import tools_enabled
+
+logger = logging.getLogger(__name__)
+
+MAX_STEPS = 8
+HEARTBEAT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # completed | cancelled | failed | stalled
+    code: str = ""
+    message: str = ""
+
+
+STALLED_MESSAGE = "The model stopped responding. Try again in a moment."
+
+
+async def run_turn(turn_id: uuid.UUID, *, cancels: CancelListener) -> None:
+    """Claim a turn and run it to the end, unless another attempt owns it or it must wait."""
+    claim = await db(turn_claim)(turn_id=turn_id)
+    if claim is None:
+        return
+    cancelled = cancels.watch(turn_id)
+    heartbeat = asyncio.get_running_loop().create_task(_heartbeat(claim))
+    try:
+        await _run_claimed(claim, cancelled)
+    except LeaseLost:
+        logger.info("turn %s: lease lost, another attempt owns it", turn_id)
+    finally:
+        heartbeat.cancel()
+        cancels.forget(turn_id)
+
+
+async def _heartbeat(claim: Claim) -> None:
+    while True:
+        await asyncio.sleep(HEARTBEAT_SECONDS)
+        if not await db(turn_lease_renew)(turn_id=claim.turn_id, lease_token=claim.lease_token):
+            return
+
+
+async def _run_claimed(claim: Claim, cancelled: asyncio.Event) -> None:
+    while True:
+        prepared = await db(attempt_prepare)(claim)
+        if prepared.cancel_requested:
+            cancelled.set()
+        if cancelled.is_set():
+            outcome = Outcome(TurnStatus.CANCELLED)
+        elif prepared.model.problem is not None:
+            outcome = Outcome(TurnStatus.FAILED, *prepared.model.problem)
+        else:
+            writer = TranscriptWriter(claim, prepared.assistant_message_id, prepared.parts)
+            outcome = await _attempt(claim, prepared, writer, cancelled)
+            if outcome.status == "stalled":
+                if await db(turn_attempt_stalled)(
+                    turn_id=claim.turn_id, lease_token=claim.lease_token, progressed=writer.progressed
+                ):
+                    logger.info("turn %s: attempt stalled (%s); trying again", claim.turn_id, outcome.code)
+                    continue
+                outcome = Outcome(
+                    TurnStatus.FAILED, outcome.code or "model_stalled", outcome.message or STALLED_MESSAGE
+                )
+        await db(turn_finish)(
+            turn_id=claim.turn_id,
+            lease_token=claim.lease_token,
+            status=outcome.status,
+            code=outcome.code,
+            message=outcome.message,
+        )
+        return
+
+
+async def _attempt(claim: Claim, prepared: Prepared, writer: TranscriptWriter, cancelled: asyncio.Event) -> Outcome:
+    adapter = adapter_for(prepared.model.provider)
+    steps = prepared.steps
+    while steps < MAX_STEPS:
+        offered = tools_enabled() if steps < MAX_STEPS - 1 else []
+        transcript = prepared.transcript + ([{"role": "assistant", "parts": writer.parts}] if writer.parts else [])
+        request = ModelRequest(
+            system=prepared.system,
+            transcript=transcript,
+            tools=[ToolDefinition(t.name, t.description, t.input_schema) for t in offered],
+        )
+        stream = adapter.stream(request, model=prepared.model.model, key=prepared.model.key)
+        calls: list[ToolCall] = []
+        try:
+            outcome = await _consume(stream, writer, steps, calls, cancelled)
+        except ProviderError as error:
+            await writer.flush()
+            return Outcome("stalled" if error.retryable else TurnStatus.FAILED, error.code, error.message)
+        if outcome is not None:
+            return outcome
+        steps += 1
+        await writer.step_done(steps)
+        if not calls:
+            return Outcome(TurnStatus.COMPLETED)
+        await run_tool_calls(claim, writer, steps - 1, calls, {t.name for t in offered}, cancelled)
+        if cancelled.is_set():
+            return Outcome(TurnStatus.CANCELLED)
+    return Outcome(TurnStatus.COMPLETED)
+
+
+async def _consume(
+    stream: AsyncIterator[StreamEvent],
+    writer: TranscriptWriter,
+    step: int,
+    calls: list[ToolCall],
+    cancelled: asyncio.Event,
+) -> Outcome | None:
+    """Read one model step; return an outcome when the attempt ends here, None to go on."""
+    idle_limit = settings.CONFIG.stream_idle_timeout
+    last_activity = time.monotonic()
+    cancel_wait = asyncio.ensure_future(cancelled.wait())
+    next_event: asyncio.Future[StreamEvent] | None = None
+    try:
+        while True:
+            if next_event is None:
+                next_event = asyncio.ensure_future(anext(stream))
+            due = writer.text_due_in()
+            idle_left = idle_limit - (time.monotonic() - last_activity)
+            timeout = max(0.0, idle_left if due is None else min(due, idle_left))
+            waiting: set[asyncio.Future[Any]] = {next_event, cancel_wait}
+            done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if cancel_wait in done:
+                await writer.flush()
+                return Outcome(TurnStatus.CANCELLED)
+            if next_event in done:
+                try:
+                    event = next_event.result()
+                except StopAsyncIteration:
+                    return None
+                finally:
+                    next_event = None
+                last_activity = time.monotonic()
+                await _handle(event, writer, step, calls)
+                continue
+            if writer.text_due_in() == 0.0:
+                await writer.flush()
+            elif time.monotonic() - last_activity >= idle_limit:
+                await writer.flush()
+                return Outcome("stalled", "model_stalled", STALLED_MESSAGE)
+    finally:
+        cancel_wait.cancel()
+        if next_event is not None:
+            next_event.cancel()
+            with suppress(BaseException):
+                await next_event
+        with suppress(Exception):
+            await stream.aclose()  # type: ignore[attr-defined]
+
+
+async def _handle(event: StreamEvent, writer: TranscriptWriter, step: int, calls: list[ToolCall]) -> None:
+    if isinstance(event, TextDelta):
+        await writer.add_text(step, event.text)
+    elif isinstance(event, ToolCall):
+        calls.append(event)
+    elif isinstance(event, StepFinished):
+        await writer.flush()

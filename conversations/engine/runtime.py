@@ -1,0 +1,66 @@
+"""One event loop per worker process, in its own thread, that runs every turn's coroutine.
+
+Celery's thread-pool task slots hand turns to this loop and wait for them, so dozens of
+turns stream concurrently on one loop with shared SDK clients and channel-layer
+connections (measured here: about twice as fast to first delta as a thread per turn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from conversations.engine.cancel_bus import CancelListener
+
+T = TypeVar("T")
+
+
+class EngineRuntime:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        # Database calls of the turns run here, off the loop.
+        self.loop.set_default_executor(ThreadPoolExecutor(max_workers=8, thread_name_prefix="turn-db"))
+        self.cancels = CancelListener()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="turn-engine", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the engine loop and wait for its result (from a task slot)."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+
+_runtime: EngineRuntime | None = None
+_lock = threading.Lock()
+
+
+def engine_runtime() -> EngineRuntime:
+    global _runtime
+    with _lock:
+        if _runtime is None:
+            _runtime = EngineRuntime()
+        return _runtime
+
+
+def db(function: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
+    """Wrap a synchronous database function to be awaited from the engine loop."""
+
+    def call(*args: Any, **kwargs: Any) -> T:
+        connection = connections[DEFAULT_DB_ALIAS]
+        # Threads here live long: drop a connection that broke (database restart) so the
+        # next call reconnects, without paying a reconnect on every call.
+        if connection.connection is not None and connection.errors_occurred:
+            connection.close_if_unusable_or_obsolete()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            # CONN_MAX_AGE=0 means "do not keep connections": honour it here too.
+            if not connection.settings_dict.get("CONN_MAX_AGE"):
+                connection.close()
+
+    return sync_to_async(call, thread_sensitive=False)

@@ -1,0 +1,106 @@
+"""The conversation event log: append with the next gap-free sequence, publish, replay.
+
+Appending happens inside the writer's transaction: bumping `Conversation.last_sequence`
+locks the conversation row until commit, so sequences are allocated and committed in
+order. Frames are published to the conversation's group only after commit; a socket that
+sees a jump in sequence reads the missing events back from the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any, Literal, TypedDict
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+
+from conversations.events import conversation_group
+from conversations.models import Conversation, Event
+
+logger = logging.getLogger(__name__)
+
+PAGE_SIZE = 500
+
+
+class EventFrame(TypedDict):
+    type: Literal["event"]
+    sequence: int
+    event: str
+    turn_id: str | None
+    data: dict[str, Any]
+
+
+class EventsPublished(TypedDict):
+    """Sent to a conversation's group: frames in sequence order."""
+
+    type: Literal["events.published"]
+    frames: list[EventFrame]
+
+
+NewEvent = tuple[str, uuid.UUID | None, dict[str, Any]]
+
+
+def event_frame(event: Event) -> EventFrame:
+    return EventFrame(
+        type="event",
+        sequence=event.sequence,
+        event=event.kind,
+        turn_id=str(event.turn_id) if event.turn_id else None,
+        data=event.data,
+    )
+
+
+def events_append(*, conversation_id: uuid.UUID, events: Sequence[NewEvent]) -> list[EventFrame]:
+    """Append events in the caller's transaction and return their frames (not yet published)."""
+    if not events:
+        return []
+    assert transaction.get_connection().in_atomic_block, "events_append needs the caller's transaction"
+    Conversation.objects.filter(id=conversation_id).update(last_sequence=F("last_sequence") + len(events))
+    last = Conversation.objects.filter(id=conversation_id).values_list("last_sequence", flat=True).get()
+    first = last - len(events) + 1
+    rows = Event.objects.bulk_create(
+        Event(conversation_id=conversation_id, sequence=first + i, kind=kind, turn_id=turn_id, data=data)
+        for i, (kind, turn_id, data) in enumerate(events)
+    )
+    return [event_frame(row) for row in rows]
+
+
+def published(frames: list[EventFrame]) -> EventsPublished:
+    return EventsPublished(type="events.published", frames=frames)
+
+
+def events_publish_sync(*, conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
+    """Publish committed frames from synchronous code (views, jobs); never raises."""
+    if not frames:
+        return
+    try:
+        async_to_sync(get_channel_layer().group_send)(conversation_group(conversation_id), published(frames))
+    except Exception:
+        # The events are durable; sockets catch up from the database on their next frame
+        # or reconnect.
+        logger.warning("could not publish events of conversation %s", conversation_id, exc_info=True)
+
+
+async def events_publish(*, conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
+    """Publish committed frames from the engine's event loop; never raises."""
+    if not frames:
+        return
+    try:
+        await get_channel_layer().group_send(conversation_group(conversation_id), published(frames))
+    except Exception:
+        logger.warning("could not publish events of conversation %s", conversation_id, exc_info=True)
+
+
+def event_list_after(*, conversation_id: uuid.UUID, after: int, limit: int = PAGE_SIZE) -> list[EventFrame]:
+    """Return up to `limit` stored events after a sequence, in order."""
+    rows = Event.objects.filter(conversation_id=conversation_id, sequence__gt=after).order_by("sequence")[:limit]
+    return [event_frame(row) for row in rows]
+
+
+def last_sequence(*, conversation_id: uuid.UUID) -> int:
+    value = Conversation.objects.filter(id=conversation_id).values_list("last_sequence", flat=True).first()
+    return int(value or 0)

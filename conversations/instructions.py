@@ -1,0 +1,60 @@
+"""The agent's instructions: shipped defaults, or the owner's override of them.
+
+Every turn attempt reads the current instructions; a running attempt keeps its copy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypedDict
+
+from conversations.models import InstructionOverride
+from flarebot.core.errors import InvalidInput
+from flarebot.core.text import has_control_characters, utf16_length
+from flarebot.core.times import iso
+
+MAX_UTF16 = 16_000
+
+DEFAULT_INSTRUCTIONS = (Path(__file__).with_name("default_instructions.txt")).read_text(encoding="utf-8").strip()
+
+
+class InstructionsView(TypedDict):
+    effective: str
+    default: str
+    customized: bool
+    modified_at: str | None
+
+
+def instructions_get() -> InstructionsView:
+    """Return the effective instructions, the defaults and whether they are customized."""
+    override = InstructionOverride.objects.first()
+    return {
+        "effective": override.text if override else DEFAULT_INSTRUCTIONS,
+        "default": DEFAULT_INSTRUCTIONS,
+        "customized": override is not None,
+        "modified_at": iso(override.updated_at) if override else None,
+    }
+
+
+def instructions_effective() -> str:
+    """Return the instructions a turn attempt runs with now."""
+    override = InstructionOverride.objects.first()
+    return override.text if override else DEFAULT_INSTRUCTIONS
+
+
+def instructions_set(*, text: str) -> InstructionsView:
+    """Replace the defaults with the owner's text, kept exactly as given."""
+    if utf16_length(text) > MAX_UTF16:
+        raise InvalidInput(f"text: at most {MAX_UTF16} characters (UTF-16 code units).", code="invalid_instructions")
+    if has_control_characters(text, allow="\t\n\r"):
+        raise InvalidInput("text: only tabs and line breaks may be control characters.", code="invalid_instructions")
+    if not text.strip():
+        raise InvalidInput("text: must not be blank.", code="invalid_instructions")
+    InstructionOverride.objects.update_or_create(singleton=True, defaults={"text": text})
+    return instructions_get()
+
+
+def instructions_reset() -> InstructionsView:
+    """Go back to the shipped defaults."""
+    InstructionOverride.objects.all().delete()
+    return instructions_get()

@@ -1,0 +1,127 @@
+"""The model configuration and provider keys every conversation shares.
+
+Keys are sealed with AES-256-GCM before they reach the database and are unsealed only for
+the provider client of one turn. Responses say `configured` or `missing`, never more.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Literal, TypedDict
+
+from django.conf import settings
+from django.db import transaction
+
+from conversations.models import ModelConfiguration, ProviderKey
+from conversations.providers.catalog import KEYED_PROVIDERS, Configuration, default_configuration, in_catalog
+from flarebot.core.crypto import DecryptionFailed, Secret, seal, unseal
+from flarebot.core.errors import InvalidInput
+from flarebot.core.installation import installation_get_verified
+
+KEY_MIN, KEY_MAX = 20, 512
+
+CredentialState = Literal["configured", "missing"]
+
+
+class ModelSettingsView(TypedDict):
+    configuration: dict[str, str]
+    credentials: dict[str, CredentialState]
+
+
+def _configuration() -> Configuration:
+    row = ModelConfiguration.objects.first()
+    if row is not None and in_catalog(row.provider, row.model):
+        return Configuration(row.provider, row.model)
+    return default_configuration()
+
+
+def model_settings_get() -> ModelSettingsView:
+    """Return the configuration and which providers have a key."""
+    configured = set(ProviderKey.objects.values_list("provider", flat=True))
+    config = _configuration()
+    return {
+        "configuration": {"provider": config.provider, "model": config.model},
+        "credentials": {p: ("configured" if p in configured else "missing") for p in KEYED_PROVIDERS},
+    }
+
+
+def model_configuration_set(*, provider: str, model: str) -> ModelSettingsView:
+    """Select a provider and model from the catalog."""
+    if not in_catalog(provider, model):
+        raise InvalidInput("Choose a provider and model from the catalog.", code="invalid_model")
+    with transaction.atomic():
+        ModelConfiguration.objects.update_or_create(singleton=True, defaults={"provider": provider, "model": model})
+    return model_settings_get()
+
+
+def _require_keyed_provider(provider: str) -> None:
+    if provider not in KEYED_PROVIDERS:
+        raise InvalidInput("Keys can be set for anthropic and openai only.", code="invalid_provider")
+
+
+def provider_key_set(*, provider: str, key: str) -> ModelSettingsView:
+    """Store (or replace) a provider's key, sealed."""
+    _require_keyed_provider(provider)
+    if not KEY_MIN <= len(key) <= KEY_MAX or any(not 33 <= ord(ch) <= 126 for ch in key):
+        raise InvalidInput(
+            f"A key is {KEY_MIN}-{KEY_MAX} printable ASCII characters without spaces.", code="invalid_key"
+        )
+    sealed = seal(key, server_secret=settings.SECRET_KEY, installation_id=_installation_id())
+    with transaction.atomic():
+        ProviderKey.objects.update_or_create(provider=provider, defaults={"sealed": sealed})
+    return model_settings_get()
+
+
+def provider_key_delete(*, provider: str) -> ModelSettingsView:
+    """Remove a provider's key."""
+    _require_keyed_provider(provider)
+    ProviderKey.objects.filter(provider=provider).delete()
+    return model_settings_get()
+
+
+def _installation_id() -> uuid.UUID:
+    installation = installation_get_verified()
+    if installation is None:
+        raise InvalidInput("Flarebot has no owner installation.", code="installation_unavailable")
+    return installation.installation_id
+
+
+@dataclass(frozen=True)
+class TurnModel:
+    """One coherent snapshot of what a turn runs on: provider, model and key (or why not)."""
+
+    provider: str
+    model: str
+    key: Secret | None
+    problem: tuple[str, str] | None = None  # (code, safe message) when the turn cannot run
+
+
+def turn_model_snapshot() -> TurnModel:
+    """Read configuration and key together, for one turn attempt."""
+    with transaction.atomic():
+        config = _configuration()
+        if config.provider not in KEYED_PROVIDERS:
+            return TurnModel(config.provider, config.model, None)
+        row = ProviderKey.objects.filter(provider=config.provider).first()
+    label = "Anthropic" if config.provider == "anthropic" else "OpenAI"
+    if row is None:
+        return TurnModel(
+            config.provider,
+            config.model,
+            None,
+            ("provider_key_missing", f"Add an {label} API key in Settings to use {config.model}."),
+        )
+    installation = installation_get_verified()
+    try:
+        if installation is None:
+            raise DecryptionFailed("no installation")
+        key = unseal(bytes(row.sealed), server_secret=settings.SECRET_KEY, installation_id=installation.installation_id)
+    except DecryptionFailed:
+        return TurnModel(
+            config.provider,
+            config.model,
+            None,
+            ("provider_key_unreadable", f"The stored {label} key can no longer be read. Enter it again in Settings."),
+        )
+    return TurnModel(config.provider, config.model, key)

@@ -1,0 +1,151 @@
+"""The Anthropic Messages API, streamed, with tool use."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anthropic
+import httpx2
+
+from conversations.providers.base import (
+    ModelRequest,
+    StepFinished,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    steps_of,
+    tool_output,
+)
+from conversations.providers.clients import anthropic_client
+from conversations.providers.errors import (
+    ProviderError,
+    connection_error,
+    malformed_stream,
+    provider_error_from_status,
+    status_of,
+)
+from flarebot.core.crypto import Secret
+
+LABEL = "Anthropic"
+# Error types Anthropic sends inside a stream (HTTP 200), mapped to the status they mean.
+_STREAM_ERROR_STATUS = {
+    "overloaded_error": 529,
+    "api_error": 500,
+    "rate_limit_error": 429,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "invalid_request_error": 400,
+    "request_too_large": 413,
+}
+
+
+def anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """Translate the stored transcript into Messages API turns."""
+    messages: list[dict[str, Any]] = []
+    for message in request.transcript:
+        if message["role"] == "user":
+            text = "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text")
+            messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
+            continue
+        for texts, tools in steps_of(message["parts"]):
+            content: list[dict[str, Any]] = [{"type": "text", "text": p["text"]} for p in texts]
+            content += [
+                {"type": "tool_use", "id": p["tool_call_id"], "name": p["name"], "input": p["input"]} for p in tools
+            ]
+            messages.append({"role": "assistant", "content": content})
+            if tools:
+                results = [
+                    {"type": "tool_result", "tool_use_id": p["tool_call_id"], "content": json.dumps(tool_output(p))}
+                    for p in tools
+                ]
+                messages.append({"role": "user", "content": results})
+    # An answer cut short by a crash is continued from where it stopped (a prefill),
+    # which must not end in white space.
+    last = messages[-1] if messages else None
+    if last and last["role"] == "assistant" and last["content"][-1]["type"] == "text":
+        last["content"][-1]["text"] = last["content"][-1]["text"].rstrip()
+        if not last["content"][-1]["text"]:
+            last["content"].pop()
+            if not last["content"]:
+                messages.pop()
+    return messages
+
+
+class AnthropicAdapter:
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    async def stream(self, request: ModelRequest, *, model: str, key: Secret | None) -> AsyncIterator[StreamEvent]:
+        if key is None:
+            raise ProviderError("provider_key_missing", "Add an Anthropic API key in Settings to use this model.")
+        client = anthropic_client(self.base_url, key)
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "max_tokens": request.max_tokens,
+            "system": request.system,
+            "messages": anthropic_messages(request),
+            "stream": True,
+        }
+        if request.tools:
+            kwargs["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
+            ]
+        try:
+            stream = await client.messages.create(**kwargs)
+        except anthropic.APIStatusError as error:
+            raise provider_error_from_status(LABEL, status_of(error)) from None
+        except (anthropic.APIConnectionError, httpx2.HTTPError):
+            raise connection_error(LABEL) from None
+        try:
+            async for event in self._events(stream):
+                yield event
+        finally:
+            await stream.close()
+
+    async def _events(self, stream: Any) -> AsyncIterator[StreamEvent]:
+        tool_blocks: dict[int, dict[str, str]] = {}
+        stop_reason, input_tokens, output_tokens = "end_turn", 0, 0
+        try:
+            async for event in stream:
+                kind = event.type
+                if kind == "message_start":
+                    input_tokens = event.message.usage.input_tokens or 0
+                elif kind == "content_block_start" and event.content_block.type == "tool_use":
+                    block = event.content_block
+                    tool_blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
+                elif kind == "content_block_delta":
+                    delta = event.delta
+                    if delta.type == "text_delta" and delta.text:
+                        yield TextDelta(delta.text)
+                    elif delta.type == "input_json_delta" and event.index in tool_blocks:
+                        tool_blocks[event.index]["json"] += delta.partial_json
+                elif kind == "content_block_stop" and event.index in tool_blocks:
+                    block = tool_blocks.pop(event.index)
+                    yield ToolCall(block["id"], block["name"], _tool_input(block["json"]))
+                elif kind == "message_delta":
+                    stop_reason = event.delta.stop_reason or stop_reason
+                    output_tokens = event.usage.output_tokens or output_tokens
+        except anthropic.APIStatusError as error:
+            body = getattr(error, "body", None)
+            error_type = body.get("error", {}).get("type") if isinstance(body, dict) else None
+            status = _STREAM_ERROR_STATUS.get(error_type or "") or status_of(error)
+            raise provider_error_from_status(LABEL, status) from None
+        except (anthropic.APIConnectionError, httpx2.HTTPError):
+            raise connection_error(LABEL) from None
+        except anthropic.APIError:
+            raise provider_error_from_status(LABEL, None) from None
+        except (ValueError, KeyError, AttributeError, anthropic.APIResponseValidationError):
+            raise malformed_stream(LABEL) from None
+        yield StepFinished(stop_reason, input_tokens, output_tokens)
+
+
+def _tool_input(raw: str) -> dict[str, Any]:
+    if not raw.strip():
+        return {}
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError("tool input must be an object")
+    return value

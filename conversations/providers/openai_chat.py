@@ -1,0 +1,143 @@
+"""OpenAI-style Chat Completions, streamed, with function tools.
+
+Serves the `openai` provider and `local`: any OpenAI-compatible server the operator names
+(Ollama, vLLM, llama.cpp server), which needs no key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import openai
+
+from conversations.providers.base import (
+    ModelRequest,
+    StepFinished,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    steps_of,
+    tool_output,
+)
+from conversations.providers.clients import openai_client
+from conversations.providers.errors import (
+    ProviderError,
+    connection_error,
+    malformed_stream,
+    provider_error_from_status,
+    status_of,
+)
+from flarebot.core.crypto import Secret
+
+
+def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """Translate the system prompt and stored transcript into Chat Completions messages."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
+    for message in request.transcript:
+        if message["role"] == "user":
+            text = "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text")
+            messages.append({"role": "user", "content": text})
+            continue
+        for texts, tools in steps_of(message["parts"]):
+            entry: dict[str, Any] = {"role": "assistant", "content": "".join(p["text"] for p in texts) or None}
+            if tools:
+                entry["tool_calls"] = [
+                    {
+                        "id": p["tool_call_id"],
+                        "type": "function",
+                        "function": {"name": p["name"], "arguments": json.dumps(p["input"])},
+                    }
+                    for p in tools
+                ]
+            messages.append(entry)
+            messages += [
+                {"role": "tool", "tool_call_id": p["tool_call_id"], "content": json.dumps(tool_output(p))}
+                for p in tools
+            ]
+    return messages
+
+
+class ChatCompletionsAdapter:
+    def __init__(self, *, base_url: str, label: str, needs_key: bool, max_tokens_field: str) -> None:
+        self.base_url = base_url
+        self.label = label
+        self.needs_key = needs_key
+        self.max_tokens_field = max_tokens_field
+
+    async def stream(self, request: ModelRequest, *, model: str, key: Secret | None) -> AsyncIterator[StreamEvent]:
+        if self.needs_key and key is None:
+            raise ProviderError("provider_key_missing", f"Add an {self.label} API key in Settings to use this model.")
+        client = openai_client(self.base_url, key if self.needs_key else None)
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": chat_messages(request),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            self.max_tokens_field: request.max_tokens,
+        }
+        if request.tools:
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+                }
+                for t in request.tools
+            ]
+        try:
+            stream = await client.chat.completions.create(**kwargs)
+        except openai.APIStatusError as error:
+            raise provider_error_from_status(self.label, status_of(error)) from None
+        except (openai.APIConnectionError, httpx2.HTTPError):
+            raise connection_error(self.label) from None
+        try:
+            async for event in self._events(stream):
+                yield event
+        finally:
+            await stream.close()
+
+    async def _events(self, stream: Any) -> AsyncIterator[StreamEvent]:
+        calls: dict[int, dict[str, str]] = {}
+        stop_reason, input_tokens, output_tokens = "stop", 0, 0
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    input_tokens = chunk.usage.prompt_tokens or 0
+                    output_tokens = chunk.usage.completion_tokens or 0
+                for choice in chunk.choices or []:
+                    delta = choice.delta
+                    if delta is not None and delta.content:
+                        yield TextDelta(delta.content)
+                    for call in (delta.tool_calls if delta is not None else None) or []:
+                        entry = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                        entry["id"] = call.id or entry["id"]
+                        if call.function is not None:
+                            entry["name"] = call.function.name or entry["name"]
+                            entry["arguments"] += call.function.arguments or ""
+                    if choice.finish_reason:
+                        stop_reason = choice.finish_reason
+            for index in sorted(calls):
+                entry = calls[index]
+                if not entry["id"] or not entry["name"]:
+                    raise ValueError("tool call without id or name")
+                yield ToolCall(entry["id"], entry["name"], _arguments(entry["arguments"]))
+        except openai.APIStatusError as error:
+            raise provider_error_from_status(self.label, status_of(error)) from None
+        except (openai.APIConnectionError, httpx2.HTTPError):
+            raise connection_error(self.label) from None
+        except openai.APIError:
+            raise provider_error_from_status(self.label, None) from None
+        except (ValueError, KeyError, AttributeError, openai.APIResponseValidationError):
+            raise malformed_stream(self.label) from None
+        yield StepFinished(stop_reason, input_tokens, output_tokens)
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    if not raw.strip():
+        return {}
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError("tool arguments must be an object")
+    return value

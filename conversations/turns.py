@@ -1,0 +1,272 @@
+"""Turn services: submit, cancel, claim, finish and reconcile.
+
+A turn is claimed with a conditional update under a row lock and owned through its lease;
+a duplicate delivery that finds a live lease leaves at once. Turns of one conversation run
+in ordinal order: a turn is claimable only when no earlier turn is unfinished.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from celery import current_app
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from conversations.engine.cancel_bus import publish_cancel
+from conversations.eventlog import EventFrame, events_append, events_publish_sync
+from conversations.models import (
+    TERMINAL_TURN_STATUSES,
+    Conversation,
+    ConversationState,
+    Message,
+    MessageRole,
+    Turn,
+    TurnStatus,
+)
+from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.text import utf16_length
+from flarebot.core.times import iso
+
+MAX_TEXT_UTF16 = 32_000
+LEASE = timedelta(seconds=30)
+MAX_ATTEMPTS_WITHOUT_PROGRESS = 3
+# A turn that keeps crashing after some progress each time still ends.
+MAX_ATTEMPTS = 10
+STALE_QUEUED = timedelta(seconds=20)
+UNFINISHED = (TurnStatus.QUEUED, TurnStatus.RUNNING)
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """Return the contract's `M`."""
+    return {
+        "id": str(message.id),
+        "role": message.role,
+        "parts": message.parts,
+        "created_at": iso(message.created_at),
+        "turn_id": str(message.turn_id),
+    }
+
+
+def user_text_clean(text: str) -> str:
+    """Check a user message: 1-32,000 characters (UTF-16 code units), no NUL."""
+    if not 1 <= utf16_length(text) <= MAX_TEXT_UTF16:
+        raise InvalidInput(f"text: must be 1-{MAX_TEXT_UTF16} characters.", code="invalid_text")
+    if "\x00" in text:
+        raise InvalidInput("text: must not contain NUL characters.", code="invalid_text")
+    if not text.strip():
+        raise InvalidInput("text: must not be blank.", code="invalid_text")
+    return text
+
+
+def enqueue_turn(turn_id: uuid.UUID) -> None:
+    current_app.send_task("conversations.jobs.turn_run", args=[str(turn_id)])
+
+
+def _after_commit(conversation_id: uuid.UUID, frames: list[EventFrame], *, run: uuid.UUID | None = None) -> None:
+    def publish() -> None:
+        events_publish_sync(conversation_id=conversation_id, frames=frames)
+        if run is not None:
+            enqueue_turn(run)
+
+    transaction.on_commit(publish)
+
+
+def turn_submit(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str) -> tuple[Turn, bool]:
+    """Store the user's message and a queued turn; a repeated request_id returns the same turn."""
+    user_text_clean(text)
+    try:
+        with transaction.atomic():
+            conversation = (
+                Conversation.objects.select_for_update()
+                .filter(id=conversation_id, state=ConversationState.ACTIVE)
+                .first()
+            )
+            if conversation is None:
+                raise NotFound("This conversation does not exist.", code="conversation_not_found")
+            existing = Turn.objects.filter(conversation=conversation, request_id=request_id).first()
+            if existing is not None:
+                return existing, False
+            Conversation.objects.filter(id=conversation.id).update(last_turn_ordinal=F("last_turn_ordinal") + 1)
+            ordinal = conversation.last_turn_ordinal + 1
+            turn = Turn.objects.create(conversation=conversation, ordinal=ordinal, request_id=request_id)
+            message = Message.objects.create(
+                conversation=conversation,
+                turn=turn,
+                role=MessageRole.USER,
+                ordinal=2 * ordinal,
+                parts=[{"type": "text", "text": text}],
+            )
+            frames = events_append(
+                conversation_id=conversation.id,
+                events=[("turn.queued", turn.id, {"request_id": str(request_id), "message": message_json(message)})],
+            )
+            _after_commit(conversation.id, frames, run=turn.id)
+            return turn, True
+    except IntegrityError:
+        # The same request_id raced in from another connection; the first one won.
+        turn = Turn.objects.get(conversation_id=conversation_id, request_id=request_id)
+        return turn, False
+
+
+def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> list[EventFrame]:
+    """Move a locked turn to a terminal status and append its closing event."""
+    now = timezone.now()
+    Turn.objects.filter(id=turn.id).update(
+        status=status,
+        error_code=code,
+        error_message=message,
+        finished_at=now,
+        lease_token="",
+        lease_expires_at=None,
+    )
+    kind = {"completed": "turn.completed", "failed": "turn.failed", "cancelled": "turn.cancelled"}[status]
+    data: dict[str, Any] = {"code": code, "message": message} if status == TurnStatus.FAILED else {}
+    return events_append(conversation_id=turn.conversation_id, events=[(kind, turn.id, data)])
+
+
+def turn_finish(*, turn_id: uuid.UUID, lease_token: str, status: str, code: str = "", message: str = "") -> bool:
+    """End a turn this lease owns; enqueue the conversation's next turn. Return whether it was ours."""
+    with transaction.atomic():
+        turn = Turn.objects.select_for_update().filter(id=turn_id, lease_token=lease_token).first()
+        if turn is None or turn.status != TurnStatus.RUNNING:
+            return False
+        frames = _finish(turn, status, code=code, message=message)
+        next_turn = turn_next_runnable(conversation_id=turn.conversation_id)
+        _after_commit(turn.conversation_id, frames, run=next_turn)
+    return True
+
+
+def turn_next_runnable(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
+    """Return the earliest unfinished turn of a conversation, if it is queued."""
+    first = Turn.objects.filter(conversation_id=conversation_id, status__in=UNFINISHED).order_by("ordinal").first()
+    return first.id if first is not None and first.status == TurnStatus.QUEUED else None
+
+
+def turn_cancel(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
+    """Stop the conversation's active turn (running, or the first queued); return its id."""
+    with transaction.atomic():
+        turn = (
+            Turn.objects.select_for_update()
+            .filter(conversation_id=conversation_id, status__in=UNFINISHED)
+            .order_by("ordinal")
+            .first()
+        )
+        if turn is None:
+            return None
+        Turn.objects.filter(id=turn.id).update(cancel_requested=True)
+        if turn.status == TurnStatus.QUEUED:
+            frames = _finish(turn, TurnStatus.CANCELLED)
+            _after_commit(conversation_id, frames, run=turn_next_runnable(conversation_id=conversation_id))
+            return turn.id
+    # A running turn stops in its worker, which keeps the partial output and ends it.
+    publish_cancel(turn.id)
+    return turn.id
+
+
+def turns_stop_for_deletion(*, conversation_id: uuid.UUID) -> None:
+    """Ask every unfinished turn of a conversation being deleted to stop now."""
+    running = list(
+        Turn.objects.filter(conversation_id=conversation_id, status=TurnStatus.RUNNING).values_list("id", flat=True)
+    )
+    Turn.objects.filter(conversation_id=conversation_id, status__in=UNFINISHED).update(cancel_requested=True)
+    for turn_id in running:
+        publish_cancel(turn_id)
+
+
+@dataclass(frozen=True)
+class Claim:
+    turn_id: uuid.UUID
+    conversation_id: uuid.UUID
+    ordinal: int
+    lease_token: str
+    attempt: int
+    steps: int
+
+
+def turn_claim(*, turn_id: uuid.UUID) -> Claim | None:
+    """Take the lease of a runnable turn; None when it is finished, owned or must wait."""
+    now = timezone.now()
+    frames: list[EventFrame] = []
+    with transaction.atomic():
+        turn = Turn.objects.select_for_update().filter(id=turn_id).select_related("conversation").first()
+        if turn is None or turn.status in TERMINAL_TURN_STATUSES:
+            return None
+        if turn.status == TurnStatus.RUNNING and turn.lease_expires_at and turn.lease_expires_at > now:
+            return None  # a live attempt owns it: a duplicate delivery
+        if Turn.objects.filter(
+            conversation_id=turn.conversation_id, ordinal__lt=turn.ordinal, status__in=UNFINISHED
+        ).exists():
+            return None  # runs when the earlier turn finishes
+        recovering = turn.status == TurnStatus.RUNNING
+        without_progress = turn.attempts_without_progress + (1 if recovering else 0)
+        if turn.conversation.state != ConversationState.ACTIVE or turn.cancel_requested:
+            frames = _finish(turn, TurnStatus.CANCELLED)
+        elif without_progress >= MAX_ATTEMPTS_WITHOUT_PROGRESS or turn.attempts >= MAX_ATTEMPTS:
+            frames = _finish(
+                turn,
+                TurnStatus.FAILED,
+                code="turn_interrupted",
+                message="The answer was interrupted repeatedly and was stopped. Send your message again.",
+            )
+        if frames:
+            _after_commit(turn.conversation_id, frames, run=turn_next_runnable(conversation_id=turn.conversation_id))
+            return None
+        token = secrets.token_hex(16)
+        Turn.objects.filter(id=turn.id).update(
+            status=TurnStatus.RUNNING,
+            lease_token=token,
+            lease_expires_at=now + LEASE,
+            attempts=F("attempts") + 1,
+            attempts_without_progress=without_progress,
+            started_at=turn.started_at or now,
+        )
+        attempt = turn.attempts + 1
+        frames = events_append(
+            conversation_id=turn.conversation_id, events=[("turn.started", turn.id, {"attempt": attempt})]
+        )
+        _after_commit(turn.conversation_id, frames)
+        return Claim(turn.id, turn.conversation_id, turn.ordinal, token, attempt, turn.steps)
+
+
+def turn_lease_renew(*, turn_id: uuid.UUID, lease_token: str) -> bool:
+    """Extend a lease this attempt still owns; False means it was lost."""
+    return bool(
+        Turn.objects.filter(id=turn_id, lease_token=lease_token, status=TurnStatus.RUNNING).update(
+            lease_expires_at=timezone.now() + LEASE
+        )
+    )
+
+
+def turn_attempt_stalled(*, turn_id: uuid.UUID, lease_token: str, progressed: bool) -> bool:
+    """Count an attempt that ended without an answer; return whether another may follow."""
+    with transaction.atomic():
+        turn = Turn.objects.select_for_update().filter(id=turn_id, lease_token=lease_token).first()
+        if turn is None:
+            return False
+        count = 0 if progressed else turn.attempts_without_progress + 1
+        again = count < MAX_ATTEMPTS_WITHOUT_PROGRESS and turn.attempts < MAX_ATTEMPTS
+        Turn.objects.filter(id=turn_id).update(
+            attempts_without_progress=count, attempts=F("attempts") + (1 if again else 0)
+        )
+        return again
+
+
+def turns_reconcile() -> int:
+    """Requeue turns whose worker died (lease expired) or whose enqueue was lost."""
+    now = timezone.now()
+    expired = list(
+        Turn.objects.filter(status=TurnStatus.RUNNING, lease_expires_at__lt=now).values_list("id", flat=True)
+    )
+    stale_queued = Turn.objects.filter(status=TurnStatus.QUEUED, created_at__lt=now - STALE_QUEUED)
+    conversations = set(stale_queued.values_list("conversation_id", flat=True))
+    runnable = [turn_next_runnable(conversation_id=c) for c in conversations]
+    ids = expired + [turn_id for turn_id in runnable if turn_id is not None]
+    for turn_id in ids:
+        enqueue_turn(turn_id)
+    return len(ids)

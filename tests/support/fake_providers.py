@@ -1,0 +1,320 @@
+"""Loopback model providers that speak the real wire formats, for the real SDKs to talk to.
+
+One asyncio HTTP/1.1 server (in its own thread) answers:
+- `POST /v1/messages`: the Anthropic Messages API, streamed as server-sent events;
+- `POST /v1/chat/completions` and `POST /local/v1/chat/completions`: OpenAI Chat
+  Completions streaming (the `openai` and `local` providers).
+
+Each test scripts the next answers with `FakeProviders.script(...)`: a list of steps
+(text chunks, tool calls, HTTP errors, errors inside the stream, stalls, dropped
+connections). Every request is recorded (path, headers, JSON body) for assertions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.support.resources import free_port
+
+
+@dataclass
+class Text:
+    text: str
+    delay: float = 0.0
+
+
+@dataclass
+class Call:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass
+class HttpError:
+    status: int
+    body: dict[str, Any]
+
+
+@dataclass
+class StreamError:
+    error_type: str  # Anthropic error type, e.g. overloaded_error
+
+
+@dataclass
+class Stall:
+    seconds: float
+
+
+@dataclass
+class Drop:
+    """Close the connection in the middle of the stream."""
+
+
+Step = Text | Call | HttpError | StreamError | Stall | Drop
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    started: float
+    ended: float | None = None
+    disconnected: bool = False
+
+
+@dataclass
+class FakeProviders:
+    port: int = field(default_factory=free_port)
+    requests: list[Recorded] = field(default_factory=list)
+    scripts: deque[list[Step]] = field(default_factory=deque)
+    default_answer: list[Step] = field(default_factory=lambda: [Text("Hello"), Text(" from"), Text(" the fake model.")])
+    # Called with (chunk text, time.monotonic()) as each text chunk is written (benchmarks).
+    on_emit: Any = None
+    _loop: asyncio.AbstractEventLoop | None = None
+    _server: asyncio.AbstractServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def local_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/local/v1"
+
+    def script(self, *answers: list[Step]) -> None:
+        """Queue answers: each list is what one model request gets, in order."""
+        with self._lock:
+            self.scripts.extend(answers)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.scripts.clear()
+            self.requests.clear()
+
+    def _next_answer(self) -> list[Step]:
+        with self._lock:
+            return self.scripts.popleft() if self.scripts else list(self.default_answer)
+
+    def start(self) -> FakeProviders:
+        ready = threading.Event()
+
+        def serve() -> None:
+            self._loop = asyncio.new_event_loop()
+            self._server = self._loop.run_until_complete(
+                asyncio.start_server(self._handle, "127.0.0.1", self.port, backlog=512)
+            )
+            ready.set()
+            self._loop.run_forever()
+
+        threading.Thread(target=serve, name="fake-providers", daemon=True).start()
+        ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        # Only stop listening: the loop's thread is a daemon and ends with the process,
+        # so streams still open do not complain about a closed loop.
+        if self._loop is not None and self._server is not None:
+            self._loop.call_soon_threadsafe(self._server.close)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {k.strip().lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                record = Recorded(path, headers, json.loads(body or b"{}"), time.monotonic())
+                with self._lock:
+                    self.requests.append(record)
+                keep = await self._answer(method, path, record, writer)
+                record.ended = time.monotonic()
+                if not keep:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def _answer(self, method: str, path: str, record: Recorded, writer: asyncio.StreamWriter) -> bool:
+        if method != "POST" or path not in ("/v1/messages", "/v1/chat/completions", "/local/v1/chat/completions"):
+            await _respond(writer, 404, {"error": {"message": "not found"}})
+            return True
+        answer = self._next_answer()
+        if answer and isinstance(answer[0], HttpError):
+            await _respond(writer, answer[0].status, answer[0].body)
+            return True
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        sse = AnthropicEvents() if path == "/v1/messages" else ChatEvents()
+        try:
+            await _send(writer, sse.start(record.body.get("model", "")))
+            for step in answer:
+                if isinstance(step, Text):
+                    if step.delay:
+                        await asyncio.sleep(step.delay)
+                    await _send(writer, sse.text(step.text))
+                    if self.on_emit is not None:
+                        self.on_emit(step.text, time.monotonic())
+                elif isinstance(step, Call):
+                    await _send(writer, sse.call(step))
+                elif isinstance(step, StreamError):
+                    await _send(writer, sse.error(step.error_type))
+                    await _end_chunks(writer)
+                    return True
+                elif isinstance(step, Stall):
+                    await asyncio.sleep(step.seconds)
+                elif isinstance(step, Drop):
+                    record.disconnected = True
+                    writer.transport.abort()
+                    return False
+            await _send(writer, sse.finish())
+            await _end_chunks(writer)
+        except ConnectionError:
+            record.disconnected = True
+            return False
+        return True
+
+
+async def _respond(writer: asyncio.StreamWriter, status: int, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    writer.write(
+        f"HTTP/1.1 {status} Error\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n".encode()
+        + data
+    )
+    await writer.drain()
+
+
+async def _send(writer: asyncio.StreamWriter, payload: str) -> None:
+    if not payload:
+        return
+    data = payload.encode()
+    writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+    await writer.drain()
+    if writer.transport.is_closing():
+        raise ConnectionError("client went away")
+
+
+async def _end_chunks(writer: asyncio.StreamWriter) -> None:
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+
+
+def _sse(event: str | None, data: dict[str, Any] | str) -> str:
+    text = data if isinstance(data, str) else json.dumps(data)
+    return (f"event: {event}\n" if event else "") + f"data: {text}\n\n"
+
+
+class AnthropicEvents:
+    def __init__(self) -> None:
+        self.index = 0
+        self.text_open = False
+        self.stop_reason = "end_turn"
+
+    def start(self, model: str) -> str:
+        message = {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 1},
+        }
+        return _sse("message_start", {"type": "message_start", "message": message})
+
+    def _close_text(self) -> str:
+        if not self.text_open:
+            return ""
+        self.text_open = False
+        self.index += 1
+        return _sse("content_block_stop", {"type": "content_block_stop", "index": self.index - 1})
+
+    def text(self, text: str) -> str:
+        out = ""
+        if not self.text_open:
+            self.text_open = True
+            block = {"type": "text", "text": ""}
+            out += _sse(
+                "content_block_start", {"type": "content_block_start", "index": self.index, "content_block": block}
+            )
+        delta = {"type": "text_delta", "text": text}
+        return out + _sse("content_block_delta", {"type": "content_block_delta", "index": self.index, "delta": delta})
+
+    def call(self, call: Call) -> str:
+        out = self._close_text()
+        self.stop_reason = "tool_use"
+        block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        raw = json.dumps(call.input)
+        half = len(raw) // 2
+        out += _sse("content_block_start", {"type": "content_block_start", "index": self.index, "content_block": block})
+        for piece in (raw[:half], raw[half:]):
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            out += _sse("content_block_delta", {"type": "content_block_delta", "index": self.index, "delta": delta})
+        out += _sse("content_block_stop", {"type": "content_block_stop", "index": self.index})
+        self.index += 1
+        return out
+
+    def error(self, error_type: str) -> str:
+        return _sse("error", {"type": "error", "error": {"type": error_type, "message": "Overloaded"}})
+
+    def finish(self) -> str:
+        out = self._close_text()
+        delta = {"stop_reason": self.stop_reason, "stop_sequence": None}
+        out += _sse("message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": 20}})
+        return out + _sse("message_stop", {"type": "message_stop"})
+
+
+class ChatEvents:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.model = ""
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": self.model}
+        return _sse(None, {**chunk, "choices": [choice]})
+
+    def start(self, model: str) -> str:
+        self.model = model
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def text(self, text: str) -> str:
+        return self._chunk({"content": text})
+
+    def call(self, call: Call) -> str:
+        index = self.calls
+        self.calls += 1
+        raw = json.dumps(call.input)
+        half = len(raw) // 2
+        first = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        out = self._chunk({"tool_calls": [first]})
+        for piece in (raw[:half], raw[half:]):
+            out += self._chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        return out
+
+    def error(self, error_type: str) -> str:
+        return _sse(None, {"error": {"message": "The server had an error", "type": error_type}})
+
+    def finish(self) -> str:
+        out = self._chunk({}, "tool_calls" if self.calls else "stop")
+        usage = {"prompt_tokens": 12, "completion_tokens": 20, "total_tokens": 32}
+        chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": self.model}
+        out += _sse(None, {**chunk, "choices": [], "usage": usage})
+        return out + _sse(None, "[DONE]")

@@ -1,0 +1,273 @@
+"""The processes as they run: daphne, a Celery worker and Celery beat, on this run's resources.
+
+The owner signs in over real HTTP, sockets go through daphne's real WebSocket handshake,
+and deletions are torn down by the real worker. Cookies are Secure, so over plain HTTP
+they are read from Set-Cookie and sent back by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from http.cookies import SimpleCookie
+
+import httpx
+import pytest
+from django.conf import settings
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+from conversations.models import Conversation, ConversationState
+from flarebot.core.models import Installation
+from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+from tests.support.live import LiveStack
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+SESSION_COOKIE = settings.SESSION_COOKIE_NAME
+CSRF_COOKIE = settings.CSRF_COOKIE_NAME
+WAIT_SECONDS = 30.0
+HTTP_TIMEOUT = 10.0
+
+# Every cookie value the live stack issued during this run; none may reach a log.
+ISSUED_SECRETS: set[str] = set()
+
+
+def set_cookies(response: httpx.Response) -> dict[str, str]:
+    jar: SimpleCookie = SimpleCookie()
+    for header in response.headers.get_list("set-cookie"):
+        jar.load(header)
+    return {name: morsel.value for name, morsel in jar.items()}
+
+
+def sign_in(live: LiveStack, *, password: str = OWNER_PASSWORD) -> httpx.Response:
+    """Sign in the way a browser does: fetch the page for its CSRF cookie and token, then post."""
+    page = httpx.get(f"{live.base_url}/login/", timeout=HTTP_TIMEOUT)
+    assert page.status_code == 200
+    csrf_cookie = set_cookies(page)[CSRF_COOKIE]
+    ISSUED_SECRETS.add(csrf_cookie)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token is not None
+    response = httpx.post(
+        f"{live.base_url}/login/",
+        data={"csrfmiddlewaretoken": token.group(1), "username": OWNER_USERNAME, "password": password},
+        headers={"Origin": live.origin, "Cookie": f"{CSRF_COOKIE}={csrf_cookie}"},
+        timeout=HTTP_TIMEOUT,
+    )
+    ISSUED_SECRETS.update(set_cookies(response).values())
+    return response
+
+
+def owner_session(live: LiveStack) -> str:
+    """Sign the owner in and return the session cookie's value."""
+    response = sign_in(live)
+    assert response.status_code == 302, response.text
+    return set_cookies(response)[SESSION_COOKIE]
+
+
+def sign_out(live: LiveStack, session_key: str) -> httpx.Response:
+    """Sign out the way the chat page's button does: its CSRF token, then POST /logout/."""
+    page = httpx.get(f"{live.base_url}/", headers={"Cookie": f"{SESSION_COOKIE}={session_key}"}, timeout=HTTP_TIMEOUT)
+    assert page.status_code == 200
+    csrf_cookie = set_cookies(page)[CSRF_COOKIE]
+    ISSUED_SECRETS.add(csrf_cookie)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token is not None
+    return httpx.post(
+        f"{live.base_url}/logout/",
+        data={"csrfmiddlewaretoken": token.group(1)},
+        headers={"Origin": live.origin, "Cookie": f"{SESSION_COOKIE}={session_key}; {CSRF_COOKIE}={csrf_cookie}"},
+        timeout=HTTP_TIMEOUT,
+    )
+
+
+def api(live: LiveStack, method: str, path: str, session_key: str | None, **kwargs: object) -> httpx.Response:
+    headers = {"Origin": live.origin}
+    if session_key is not None:
+        headers["Cookie"] = f"{SESSION_COOKIE}={session_key}"
+    return httpx.request(method, f"{live.base_url}{path}", headers=headers, timeout=HTTP_TIMEOUT, **kwargs)  # type: ignore[arg-type]
+
+
+def create_conversation(live: LiveStack, session_key: str, name: str) -> str:
+    response = api(live, "POST", "/api/conversations/", session_key, json={"name": name})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def open_socket(
+    live: LiveStack, conversation_id: str, session_key: str, *, origin: str | None = None
+) -> ClientConnection:
+    ws_url = live.base_url.replace("http://", "ws://", 1) + f"/ws/conversations/{conversation_id}/"
+    return connect(
+        ws_url,
+        origin=origin or live.origin,  # type: ignore[arg-type]
+        additional_headers={"Cookie": f"{SESSION_COOKIE}={session_key}"},
+        proxy=None,
+        open_timeout=HTTP_TIMEOUT,
+    )
+
+
+def wait_until(live: LiveStack, condition: Callable[[], bool], what: str) -> None:
+    """Poll until the condition holds; fail early, with its log, if a process died."""
+    live.stack.wait_for(condition, timeout=WAIT_SECONDS, what=what)
+
+
+def conversation_exists(conversation_id: str | uuid.UUID) -> bool:
+    return Conversation.objects.filter(id=conversation_id).exists()
+
+
+def test_it_signs_the_owner_in_over_http_and_opens_the_api_only_to_that_session(
+    live_stack: LiveStack, owner: Installation
+) -> None:
+    refused = api(live_stack, "GET", "/api/conversations/", None)
+    wrong = sign_in(live_stack, password="not-the-owner-passphrase")
+    session_key = owner_session(live_stack)
+    allowed = api(live_stack, "GET", "/api/conversations/", session_key)
+
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "not_authenticated"
+    assert wrong.status_code == 400
+    assert SESSION_COOKIE not in set_cookies(wrong)
+    assert allowed.status_code == 200
+    assert allowed.json() == {"conversations": []}
+    assert allowed.headers["Cache-Control"] == "no-store"
+
+
+def test_it_refuses_a_foreign_origin_in_the_real_handshake_and_accepts_the_owner(
+    live_stack: LiveStack, owner: Installation
+) -> None:
+    session_key = owner_session(live_stack)
+    conversation_id = create_conversation(live_stack, session_key, "Handshake")
+
+    with pytest.raises(InvalidStatus) as refused:
+        open_socket(live_stack, conversation_id, session_key, origin="https://evil.example")
+    with open_socket(live_stack, conversation_id, session_key) as socket:
+        socket.send('{"type": "no_such_frame"}')
+        answer = json.loads(socket.recv(timeout=HTTP_TIMEOUT))
+
+    assert refused.value.response.status_code == 403
+    assert answer["type"] == "error"
+    assert answer["code"] == "unknown_frame_type"
+
+
+def test_it_closes_the_socket_with_4004_and_tears_the_conversation_down_when_deleted_over_http(
+    live_stack: LiveStack, owner: Installation
+) -> None:
+    session_key = owner_session(live_stack)
+    conversation_id = create_conversation(live_stack, session_key, "To be deleted")
+    kept_id = create_conversation(live_stack, session_key, "To be kept")
+
+    with open_socket(live_stack, conversation_id, session_key) as socket:
+        deleted = api(live_stack, "DELETE", f"/api/conversations/{conversation_id}/", session_key)
+        with pytest.raises(ConnectionClosed) as closed:
+            socket.recv(timeout=WAIT_SECONDS)
+
+    assert deleted.status_code == 204
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4004
+    wait_until(live_stack, lambda: not conversation_exists(conversation_id), "the worker to tear the conversation down")
+    listed = api(live_stack, "GET", "/api/conversations/", session_key).json()["conversations"]
+    assert [c["id"] for c in listed] == [kept_id]
+
+
+def test_it_closes_the_real_socket_with_4001_when_the_owner_signs_out(
+    live_stack: LiveStack, owner: Installation
+) -> None:
+    session_key = owner_session(live_stack)
+    conversation_id = create_conversation(live_stack, session_key, "Signing out")
+
+    with open_socket(live_stack, conversation_id, session_key) as socket:
+        signed_out = sign_out(live_stack, session_key)
+        with pytest.raises(ConnectionClosed) as closed:
+            socket.recv(timeout=WAIT_SECONDS)
+
+    assert signed_out.status_code == 302
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4001
+    assert api(live_stack, "GET", "/api/conversations/", session_key).status_code == 401
+
+
+def test_it_finishes_an_interrupted_deletion_when_the_worker_restarts(
+    live_stack: LiveStack, owner: Installation
+) -> None:
+    interrupted = Conversation.objects.create(
+        name="Interrupted", state=ConversationState.DELETING, deletion_requested_at=timezone.now()
+    )
+    active = Conversation.objects.create(name="Active")
+
+    live_stack.restart("worker")
+
+    wait_until(
+        live_stack, lambda: not conversation_exists(interrupted.id), "the restarted worker to finish the deletion"
+    )
+    assert Conversation.objects.get(id=active.id).state == ConversationState.ACTIVE
+
+
+def test_it_runs_beat_with_the_deletion_sweep_on_its_database_schedule(
+    live_stack: LiveStack, owner: Installation
+) -> None:
+    since = live_stack.log_size("beat")
+    live_stack.restart("beat")
+
+    def sweep_is_scheduled() -> bool:
+        return PeriodicTask.objects.filter(
+            name="conversations-finish-deletions", task="conversations.jobs.conversation_finish_deletions"
+        ).exists()
+
+    wait_until(live_stack, sweep_is_scheduled, "beat to write its schedule")
+    sweep = PeriodicTask.objects.get(name="conversations-finish-deletions")
+    assert sweep.enabled
+    assert sweep.interval is not None
+    assert (sweep.interval.every, sweep.interval.period) == (300, "seconds")
+    assert "DatabaseScheduler" in live_stack.log_since("beat", since)
+
+    # Make the sweep due now, as if beat had been down for a while: beat sends it and the
+    # worker finishes a deletion nobody else would.
+    interrupted = Conversation.objects.create(
+        name="Interrupted", state=ConversationState.DELETING, deletion_requested_at=timezone.now()
+    )
+    sweep.last_run_at = timezone.now() - timedelta(days=1)
+    sweep.save()
+
+    wait_until(live_stack, lambda: not conversation_exists(interrupted.id), "beat's sweep to finish the deletion")
+    assert "conversations.jobs.conversation_finish_deletions" in live_stack.log_since("beat", since)
+
+
+def test_it_never_writes_the_password_or_a_session_cookie_to_the_logs(
+    live_stack: LiveStack, owner: Installation
+) -> None:
+    worker_log_start = live_stack.log_size("worker")
+    wrong_password = f"wrong-{secrets.token_urlsafe(12)}"
+    assert sign_in(live_stack, password=wrong_password).status_code == 400
+    session_key = owner_session(live_stack)
+    conversation_id = create_conversation(live_stack, session_key, "Secrets")
+    with open_socket(live_stack, conversation_id, session_key) as socket:
+        socket.send(json.dumps({"type": "user_message", "request_id": "x", "text": OWNER_PASSWORD}))
+        socket.recv(timeout=HTTP_TIMEOUT)
+    assert sign_out(live_stack, session_key).status_code == 302
+    second_session_key = owner_session(live_stack)
+    assert api(live_stack, "DELETE", f"/api/conversations/{conversation_id}/", second_session_key).status_code == 204
+    # The teardown's log line marks the point up to which everything above was logged.
+    wait_until(
+        live_stack,
+        lambda: (
+            not conversation_exists(conversation_id)
+            and re.search(
+                r"conversation_teardown\[[^\]]+\] succeeded", live_stack.log_since("worker", worker_log_start)
+            )
+            is not None
+        ),
+        "the worker to log the teardown",
+    )
+
+    logs = live_stack.logs()
+
+    assert "conversation_teardown" in logs
+    for secret in {OWNER_PASSWORD, wrong_password, session_key, second_session_key, *ISSUED_SECRETS}:
+        assert secret not in logs
