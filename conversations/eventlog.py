@@ -16,7 +16,6 @@ from typing import Any, Literal, TypedDict
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
-from django.db.models import F
 
 from conversations.events import conversation_group
 from conversations.models import Conversation, Event
@@ -58,15 +57,34 @@ def events_append(*, conversation_id: uuid.UUID, events: Sequence[NewEvent]) -> 
     """Append events in the caller's transaction and return their frames (not yet published)."""
     if not events:
         return []
-    assert transaction.get_connection().in_atomic_block, "events_append needs the caller's transaction"
-    Conversation.objects.filter(id=conversation_id).update(last_sequence=F("last_sequence") + len(events))
-    last = Conversation.objects.filter(id=conversation_id).values_list("last_sequence", flat=True).get()
-    first = last - len(events) + 1
+    first = sequences_allocate(conversation_id=conversation_id, count=len(events))
     rows = Event.objects.bulk_create(
         Event(conversation_id=conversation_id, sequence=first + i, kind=kind, turn_id=turn_id, data=data)
         for i, (kind, turn_id, data) in enumerate(events)
     )
     return [event_frame(row) for row in rows]
+
+
+def sequences_allocate(*, conversation_id: uuid.UUID, count: int) -> int:
+    """Reserve `count` sequences in the caller's transaction and return the first.
+
+    The update locks the conversation row until commit, so concurrent writers get
+    consecutive ranges and commit them in order.
+    """
+    connection = transaction.get_connection()
+    assert connection.in_atomic_block, "sequences are allocated inside the writer's transaction"
+    table = connection.ops.quote_name(Conversation._meta.db_table)
+    pk = Conversation._meta.pk
+    assert pk is not None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET last_sequence = last_sequence + %s WHERE id = %s RETURNING last_sequence",  # noqa: S608
+            [count, pk.get_db_prep_value(conversation_id, connection)],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(conversation_id)
+    return int(row[0]) - count + 1
 
 
 def published(frames: list[EventFrame]) -> EventsPublished:

@@ -1,7 +1,7 @@
 """Persisting an answer as it streams: coalesced text, tool parts and their events.
 
 Text deltas are gathered for a short window (the first one goes out at once) and then
-written in one transaction with their event, then published. No per-token database or
+written with their event (group-committed with other turns' writes), then published. No per-token database or
 Redis round trip; a crash loses at most the last window.
 """
 
@@ -12,13 +12,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
-from django.utils import timezone
-
+from conversations.engine.batcher import StreamWrite, write_batcher
 from conversations.engine.runtime import db
-from conversations.eventlog import EventFrame, NewEvent, events_append, events_publish
-from conversations.models import Message, Turn, TurnStatus
-from conversations.turns import LEASE, Claim
+from conversations.eventlog import NewEvent, events_publish
+from conversations.models import Turn
+from conversations.turns import Claim
 
 WINDOW_SECONDS = 0.04
 WINDOW_CHARS = 300
@@ -28,20 +26,8 @@ class LeaseLost(Exception):
     """Another attempt owns this turn now (or it was deleted): stop without writing."""
 
 
-def _persist(
-    *, claim: Claim, message_id: uuid.UUID, parts: list[dict[str, Any]], events: list[NewEvent], progress: bool
-) -> list[EventFrame] | None:
-    with transaction.atomic():
-        updates: dict[str, Any] = {"lease_expires_at": timezone.now() + LEASE}
-        if progress:
-            updates["attempts_without_progress"] = 0
-        owned = Turn.objects.filter(id=claim.turn_id, lease_token=claim.lease_token, status=TurnStatus.RUNNING).update(
-            **updates
-        )
-        if not owned:
-            return None
-        Message.objects.filter(id=message_id).update(parts=parts)
-        return events_append(conversation_id=claim.conversation_id, events=events)
+def _record_progress(*, claim: Claim) -> None:
+    Turn.objects.filter(id=claim.turn_id, lease_token=claim.lease_token).update(attempts_without_progress=0)
 
 
 def _record_step(*, claim: Claim, steps: int) -> None:
@@ -94,13 +80,16 @@ class TranscriptWriter:
 
     async def _write(self, events: list[NewEvent]) -> None:
         self.last_flush = time.monotonic()
-        frames = await db(_persist)(
-            claim=self.claim, message_id=self.message_id, parts=self.parts, events=events, progress=not self.progressed
+        claim = self.claim
+        frames = await write_batcher().write(
+            StreamWrite(claim.conversation_id, claim.turn_id, claim.lease_token, self.message_id, self.parts, events)
         )
         if frames is None:
             raise LeaseLost
-        self.progressed = True
-        await events_publish(conversation_id=self.claim.conversation_id, frames=frames)
+        if not self.progressed:
+            self.progressed = True
+            await db(_record_progress)(claim=claim)
+        await events_publish(conversation_id=claim.conversation_id, frames=frames)
 
     async def step_done(self, steps: int) -> None:
         await self.flush()

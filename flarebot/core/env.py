@@ -105,6 +105,7 @@ class FlarebotConfig:
     local_base_url: str | None
     local_models: tuple[str, ...]
     stream_idle_timeout: float
+    worker_concurrency: int
 
     @property
     def production(self) -> bool:
@@ -145,6 +146,7 @@ def load_config() -> FlarebotConfig:
         local_base_url=_raw("FLAREBOT_LOCAL_BASE_URL"),
         local_models=_local_models(),
         stream_idle_timeout=float(env_int("FLAREBOT_STREAM_IDLE_TIMEOUT", 60, minimum=1, maximum=600)),
+        worker_concurrency=env_int("FLAREBOT_WORKER_CONCURRENCY", 128, minimum=1, maximum=1024),
     )
 
 

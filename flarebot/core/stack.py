@@ -40,7 +40,7 @@ class ProcessSpec:
     argv: list[str]
 
 
-def process_specs(*, bind: str, port: int, worker_name: str, worker_threads: int = 16) -> list[ProcessSpec]:
+def process_specs(*, bind: str, port: int, worker_name: str, worker_threads: int) -> list[ProcessSpec]:
     """Return the command lines of web, worker and beat."""
     python = sys.executable
     return [

@@ -227,7 +227,7 @@ class AnthropicEvents:
         self.stop_reason = "end_turn"
 
     def start(self, model: str) -> str:
-        message = {
+        message: dict[str, Any] = {
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",

@@ -76,7 +76,8 @@ def start_live_stack() -> LiveStack:
         "PYTHONUNBUFFERED": "1",
     }
     log_dir = Path(settings.FLAREBOT_DATA_DIR) / "logs" / "live"
-    specs = process_specs(bind="127.0.0.1", port=port, worker_name=f"test-{os.getpid()}@{socket.gethostname()}")
+    worker_name = f"test-{os.getpid()}@{socket.gethostname()}"
+    specs = process_specs(bind="127.0.0.1", port=port, worker_name=worker_name, worker_threads=32)
     live = LiveStack(
         stack=Stack(specs=specs, env=env, log_dir=log_dir, cwd=BASE_DIR),
         base_url=f"http://127.0.0.1:{port}",

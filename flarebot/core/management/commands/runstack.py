@@ -23,8 +23,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         config = settings.CONFIG
+        worker_name = f"worker-{os.getpid()}@{socket.gethostname()}"
         specs = process_specs(
-            bind=config.bind, port=config.port, worker_name=f"worker-{os.getpid()}@{socket.gethostname()}"
+            bind=config.bind, port=config.port, worker_name=worker_name, worker_threads=config.worker_concurrency
         )
         if not redis_is_reachable(config.redis_url):
             argv = private_redis_argv(config.redis_url, config.data_dir)

@@ -1,0 +1,179 @@
+"""Streaming benchmark: the real stack, a loopback provider at a fixed token rate, N sockets.
+
+    .venv/bin/python bench/stream.py                 # 1, 20 and 100 concurrent streams
+    .venv/bin/python bench/stream.py --streams 20    # one scenario
+    .venv/bin/python bench/stream.py --database sqlite
+
+For each scenario every client opens the conversation socket, sends `user_message` at
+the same moment, and records each `text.delta`. The provider emits 100 chunks, 20 ms
+apart, each a unique token, and notes when it wrote each one. Printed and written to
+bench/results/stream.json:
+- first delta: time from submit to the first text.delta, p50/p95;
+- delta latency: provider emit to socket receive, per token, p50/p99;
+- stream ratio: (last - first delta received) / (last - first chunk emitted), p50/max;
+- errors, and dropped or duplicated deltas (text and sequence checks per socket).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import websockets
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.harness import BenchStack, start
+from tests.support.fake_providers import Step, Text
+
+CHUNKS = 100
+INTERVAL = 0.020
+
+
+@dataclass
+class Client:
+    index: int
+    conversation_id: str
+    tokens: list[str]
+    submitted: float = 0.0
+    deltas: list[tuple[float, str]] = field(default_factory=list)
+    sequences: list[int] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    done: bool = False
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+async def run_client(bench: BenchStack, client: Client, start_gate: asyncio.Event, timeout: float) -> None:
+    url = bench.base_url.replace("http", "ws") + f"/ws/conversations/{client.conversation_id}/"
+    async with websockets.connect(
+        url, additional_headers={"Origin": bench.origin, "Cookie": bench.cookie}, max_size=2**22
+    ) as socket:
+        await start_gate.wait()
+        client.submitted = time.monotonic()
+        await socket.send(json.dumps({"type": "user_message", "request_id": str(uuid.uuid4()), "text": "go"}))
+        deadline = client.submitted + timeout
+        while time.monotonic() < deadline:
+            raw = await asyncio.wait_for(socket.recv(), timeout=max(0.1, deadline - time.monotonic()))
+            now = time.monotonic()
+            frame = json.loads(raw)
+            if frame["type"] == "error":
+                client.errors.append(frame["code"])
+            if frame["type"] != "event":
+                continue
+            client.sequences.append(frame["sequence"])
+            if frame["event"] == "text.delta":
+                client.deltas.append((now, frame["data"]["text"]))
+            elif frame["event"] in ("turn.completed", "turn.failed", "turn.cancelled"):
+                if frame["event"] != "turn.completed":
+                    client.errors.append(frame["event"])
+                client.done = True
+                return
+        client.errors.append("timeout")
+
+
+async def scenario(bench: BenchStack, streams: int) -> dict[str, object]:
+    with bench.client() as http:
+        ids = [http.post("/api/conversations/", json={"name": f"bench {i}"}).json()["id"] for i in range(streams)]
+    clients = [Client(i, ids[i], [f"s{i}t{j:03d} " for j in range(CHUNKS)]) for i in range(streams)]
+    emitted: dict[str, float] = {}
+    bench.providers.on_emit = lambda text, at: emitted.__setitem__(text, at)
+    # Answers are handed out in request order; tokens are unique, so any stream may get any.
+    bench.providers.reset()
+    answers: list[list[Step]] = [[Text(token, delay=INTERVAL) for token in c.tokens] for c in clients]
+    bench.providers.script(*answers)
+    gate = asyncio.Event()
+    tasks = [asyncio.create_task(run_client(bench, c, gate, timeout=120)) for c in clients]
+    await asyncio.sleep(1.0)  # every socket connected and replayed
+    gate.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    first_delta, latencies, ratios = [], [], []
+    errors, dropped, duplicated = 0, 0, 0
+    for client, result in zip(clients, results, strict=True):
+        if isinstance(result, BaseException):
+            client.errors.append(type(result).__name__)
+        errors += len(client.errors)
+        if client.deltas:
+            first_delta.append((client.deltas[0][0] - client.submitted) * 1000)
+        received = "".join(text for _, text in client.deltas)
+        tokens = received.split()
+        expected = None
+        for c in clients:
+            if tokens and c.tokens[0].strip() == tokens[0]:
+                expected = c.tokens
+        if expected is None or received != "".join(expected):
+            dropped += 1 if len(tokens) < CHUNKS else 0
+            duplicated += 1 if len(tokens) > CHUNKS or len(set(tokens)) != len(tokens) else 0
+            if len(tokens) == CHUNKS and expected is None:
+                dropped += 1
+        if client.sequences != list(range(client.sequences[0], client.sequences[0] + len(client.sequences))):
+            duplicated += 1
+        for at, text in client.deltas:
+            for token in text.split():
+                if token + " " in emitted:
+                    latencies.append((at - emitted[token + " "]) * 1000)
+        if expected is not None and len(client.deltas) > 1:
+            provider_span = emitted.get(expected[-1], 0) - emitted.get(expected[0], 0)
+            client_span = client.deltas[-1][0] - client.deltas[0][0]
+            if provider_span > 0:
+                ratios.append(client_span / provider_span)
+    return {
+        "streams": streams,
+        "first_delta_ms": {"p50": percentile(first_delta, 50), "p95": percentile(first_delta, 95)},
+        "delta_latency_ms": {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99)},
+        "stream_ratio": {"p50": percentile(ratios, 50), "max": max(ratios) if ratios else float("nan")},
+        "mean_ratio": statistics.fmean(ratios) if ratios else float("nan"),
+        "errors": errors,
+        "streams_with_dropped_deltas": dropped,
+        "streams_with_duplicated_deltas": duplicated,
+        "completed": sum(1 for c in clients if c.done),
+    }
+
+
+async def main_async(args: argparse.Namespace) -> list[dict[str, object]]:
+    bench = start(database=args.database)
+    try:
+        await scenario(bench, 1)  # warm-up: SDK clients, connections, caches
+        return [await scenario(bench, n) for n in args.streams]
+    finally:
+        bench.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--streams", type=int, nargs="*", default=[1, 20, 100])
+    parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
+    args = parser.parse_args()
+    results = asyncio.run(main_async(args))
+    print(f"{'streams':>7} {'first p50':>10} {'first p95':>10} {'lat p50':>8} {'lat p99':>8} "
+          f"{'ratio p50':>9} {'ratio max':>9} {'errors':>6} {'dropped':>7} {'dup':>4} {'done':>5}")  # fmt: skip
+    for r in results:
+        fd, lat, ratio = r["first_delta_ms"], r["delta_latency_ms"], r["stream_ratio"]
+        print(
+            f"{r['streams']:>7} {fd['p50']:>9.1f}ms {fd['p95']:>9.1f}ms {lat['p50']:>7.1f}ms {lat['p99']:>7.1f}ms "  # type: ignore[index]
+            f"{ratio['p50']:>9.3f} {ratio['max']:>9.3f} {r['errors']:>6} {r['streams_with_dropped_deltas']:>7} "  # type: ignore[index]
+            f"{r['streams_with_duplicated_deltas']:>4} {r['completed']:>5}"
+        )
+    out = Path(__file__).resolve().parent / "results" / "stream.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(
+        json.dumps({"database": args.database, "chunks": CHUNKS, "interval_s": INTERVAL, "results": results}, indent=2)
+    )
+    print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main()
