@@ -27,7 +27,9 @@ os.environ.setdefault("FLAREBOT_STREAM_IDLE_TIMEOUT", "3")
 os.environ.pop("FLAREBOT_ORIGIN", None)
 os.environ.pop("FLAREBOT_MODE", None)
 os.environ.pop("DATABASE_URL", None)
-os.environ.setdefault("REDIS_URL", claim_redis_db(os.environ.get("FLAREBOT_TEST_REDIS_URL", "redis://127.0.0.1:6379"), RUN_ID))
+os.environ.setdefault(
+    "REDIS_URL", claim_redis_db(os.environ.get("FLAREBOT_TEST_REDIS_URL", "redis://127.0.0.1:6379"), RUN_ID)
+)
 
 from flarebot.settings.base import *  # noqa: E402,F403
 from flarebot.settings.base import CONFIG, _database  # noqa: E402

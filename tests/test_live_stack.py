@@ -13,7 +13,7 @@ import secrets
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from http.cookies import SimpleCookie
+from http.cookies import Morsel, SimpleCookie
 
 import httpx
 import pytest
@@ -22,6 +22,7 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Origin
 
 from conversations.models import Conversation, ConversationState
 from flarebot.core.models import Installation
@@ -39,11 +40,15 @@ HTTP_TIMEOUT = 10.0
 ISSUED_SECRETS: set[str] = set()
 
 
-def set_cookies(response: httpx.Response) -> dict[str, str]:
+def set_cookie_morsels(response: httpx.Response) -> dict[str, Morsel[str]]:
     jar: SimpleCookie = SimpleCookie()
     for header in response.headers.get_list("set-cookie"):
         jar.load(header)
-    return {name: morsel.value for name, morsel in jar.items()}
+    return dict(jar.items())
+
+
+def set_cookies(response: httpx.Response) -> dict[str, str]:
+    return {name: morsel.value for name, morsel in set_cookie_morsels(response).items()}
 
 
 def sign_in(live: LiveStack, *, password: str = OWNER_PASSWORD) -> httpx.Response:
@@ -87,11 +92,11 @@ def sign_out(live: LiveStack, session_key: str) -> httpx.Response:
     )
 
 
-def api(live: LiveStack, method: str, path: str, session_key: str | None, **kwargs: object) -> httpx.Response:
+def api(live: LiveStack, method: str, path: str, session_key: str | None, *, json: object = None) -> httpx.Response:
     headers = {"Origin": live.origin}
     if session_key is not None:
         headers["Cookie"] = f"{SESSION_COOKIE}={session_key}"
-    return httpx.request(method, f"{live.base_url}{path}", headers=headers, timeout=HTTP_TIMEOUT, **kwargs)  # type: ignore[arg-type]
+    return httpx.request(method, f"{live.base_url}{path}", headers=headers, json=json, timeout=HTTP_TIMEOUT)
 
 
 def create_conversation(live: LiveStack, session_key: str, name: str) -> str:
@@ -106,7 +111,7 @@ def open_socket(
     ws_url = live.base_url.replace("http://", "ws://", 1) + f"/ws/conversations/{conversation_id}/"
     return connect(
         ws_url,
-        origin=origin or live.origin,  # type: ignore[arg-type]
+        origin=Origin(origin or live.origin),
         additional_headers={"Cookie": f"{SESSION_COOKIE}={session_key}"},
         proxy=None,
         open_timeout=HTTP_TIMEOUT,
@@ -127,13 +132,21 @@ def test_it_signs_the_owner_in_over_http_and_opens_the_api_only_to_that_session(
 ) -> None:
     refused = api(live_stack, "GET", "/api/conversations/", None)
     wrong = sign_in(live_stack, password="not-the-owner-passphrase")
-    session_key = owner_session(live_stack)
-    allowed = api(live_stack, "GET", "/api/conversations/", session_key)
+    signed_in = sign_in(live_stack)
+    cookie = set_cookie_morsels(signed_in)[SESSION_COOKIE]
+    allowed = api(live_stack, "GET", "/api/conversations/", cookie.value)
 
     assert refused.status_code == 401
     assert refused.json()["error"]["code"] == "not_authenticated"
     assert wrong.status_code == 400
     assert SESSION_COOKIE not in set_cookies(wrong)
+    assert signed_in.status_code == 302
+    assert signed_in.headers["Location"] == "/"
+    assert cookie["secure"] is True
+    assert cookie["httponly"] is True
+    assert cookie["samesite"] == "Lax"
+    assert cookie["path"] == "/"
+    assert 0 < int(cookie["max-age"]) <= 8 * 3600
     assert allowed.status_code == 200
     assert allowed.json() == {"conversations": []}
     assert allowed.headers["Cache-Control"] == "no-store"
@@ -235,8 +248,14 @@ def test_it_runs_beat_with_the_deletion_sweep_on_its_database_schedule(
     sweep.last_run_at = timezone.now() - timedelta(days=1)
     sweep.save()
 
-    wait_until(live_stack, lambda: not conversation_exists(interrupted.id), "beat's sweep to finish the deletion")
-    assert "conversations.jobs.conversation_finish_deletions" in live_stack.log_since("beat", since)
+    wait_until(
+        live_stack,
+        lambda: (
+            "Sending due task conversations-finish-deletions" in live_stack.log_since("beat", since)
+            and not conversation_exists(interrupted.id)
+        ),
+        "beat to send the sweep and the worker to finish the deletion",
+    )
 
 
 def test_it_never_writes_the_password_or_a_session_cookie_to_the_logs(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,10 @@ import openai
 from flarebot.core.crypto import Secret
 
 _MAX_CLIENTS = 16
-_clients: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+# Per event loop: an SDK client's connection pool belongs to the loop that opened it.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OrderedDict[tuple[str, ...], Any]] = (
+    weakref.WeakKeyDictionary()
+)
 
 # Our own watchdog bounds inactivity; the SDK's timeout only bounds connecting and a
 # pathological total, and SDK retries are off so recovery stays in the engine's budget.
@@ -32,15 +36,18 @@ def _fingerprint(key: Secret | None) -> str:
 
 
 def _cached(kind: str, base_url: str, key: Secret | None, make: Callable[[], Any]) -> Any:
-    cache_key = (kind, id(asyncio.get_running_loop()), base_url, _fingerprint(key))
-    client = _clients.get(cache_key)
+    loop = asyncio.get_running_loop()
+    clients = _clients.get(loop)
+    if clients is None:
+        clients = _clients[loop] = OrderedDict()
+    cache_key = (kind, base_url, _fingerprint(key))
+    client = clients.get(cache_key)
     if client is None:
-        client = make()
-        _clients[cache_key] = client
-        while len(_clients) > _MAX_CLIENTS:
-            _clients.popitem(last=False)
+        client = clients[cache_key] = make()
+        while len(clients) > _MAX_CLIENTS:
+            clients.popitem(last=False)
     else:
-        _clients.move_to_end(cache_key)
+        clients.move_to_end(cache_key)
     return client
 
 
@@ -51,6 +58,9 @@ def anthropic_client(base_url: str, key: Secret) -> anthropic.AsyncAnthropic:
         key,
         lambda: anthropic.AsyncAnthropic(
             api_key=key.reveal(),
+            # This SDK sends `api_key` as `Authorization: Bearer`; the Messages API takes
+            # an API key in `x-api-key` only (Bearer is for OAuth tokens).
+            default_headers={"X-Api-Key": key.reveal(), "Authorization": anthropic.omit},  # type: ignore[dict-item]
             base_url=base_url,
             max_retries=0,
             timeout=anthropic.Timeout(_TIMEOUT, connect=_CONNECT_TIMEOUT),

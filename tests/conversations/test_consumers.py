@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -508,7 +508,7 @@ async def test_it_keeps_answering_after_many_invalid_frames_in_a_row(
     before = await database_sync_to_async(row_counts)()
 
     for param in INVALID_FRAMES:
-        frame, code = param.values
+        frame, code = cast(tuple[dict[str, Any], str], param.values)
         await send_frame(communicator, **frame)
         await expect_error_frame(communicator, code)
 

@@ -10,9 +10,9 @@ import pytest
 
 from conversations.providers.anthropic_messages import AnthropicAdapter
 from conversations.providers.base import (
-    Adapter,
     INTERRUPTED_OUTPUT,
     MAX_OUTPUT_TOKENS,
+    Adapter,
     ModelRequest,
     StepFinished,
     TextDelta,
@@ -119,9 +119,13 @@ async def failure(server: FakeProviders, provider: str) -> tuple[ProviderError, 
     """Run a request expected to fail; return the error and the events before it."""
     make, model, _ = ADAPTERS[provider]
     events: list = []
-    with pytest.raises(ProviderError) as info:
+
+    async def consume() -> None:
         async for event in make(server).stream(ask(), model=model, key=key_of(provider)):
             events.append(event)
+
+    with pytest.raises(ProviderError) as info:
+        await consume()
     return info.value, events
 
 
@@ -164,7 +168,7 @@ async def test_it_returns_a_tool_call_with_its_parsed_input(fake_providers, prov
 
 @ALL
 async def test_it_returns_parallel_tool_calls_in_order(fake_providers, provider):
-    nested = {"content": "Likes \"quoted\" things, {braces} and emoji 🎉", "tags": ["a", "b"], "n": 3}
+    nested = {"content": 'Likes "quoted" things, {braces} and emoji 🎉', "tags": ["a", "b"], "n": 3}
     fake_providers.script(
         [
             Call("call_a", "weather", {"city": "Lisbon"}),
@@ -301,7 +305,10 @@ async def test_it_translates_a_transcript_with_tool_steps_for_anthropic(fake_pro
     assert interrupted["type"] == "tool_result"
     assert interrupted["tool_use_id"] == "call_mem"
     assert json.loads(interrupted["content"]) == INTERRUPTED_OUTPUT
-    assert messages[5] == {"role": "assistant", "content": [{"type": "text", "text": "Lisbon is 21 °C and Porto 18 °C."}]}
+    assert messages[5] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Lisbon is 21 °C and Porto 18 °C."}],
+    }
     assert messages[6] == {"role": "user", "content": [{"type": "text", "text": "Thanks! And Faro?"}]}
 
 
@@ -347,6 +354,37 @@ async def test_it_translates_a_transcript_with_tool_steps_for_chat_completions(f
     assert messages[8] == {"role": "user", "content": "Thanks! And Faro?"}
 
 
+# Parts stored before steps were numbered: text after tool calls starts a new step.
+LEGACY_HISTORY = [
+    user("Weather in Lisbon?"),
+    {
+        "role": "assistant",
+        "parts": [
+            {"type": "tool", "tool_call_id": "call_lis", "name": "weather", "input": {"city": "Lisbon"}, "output": 21},
+            {"type": "text", "text": "It is 21 °C."},
+        ],
+    },
+    user("Thanks!"),
+]
+
+
+@pytest.mark.parametrize(
+    ("provider", "roles"),
+    [
+        ("anthropic", ["user", "assistant", "user", "assistant", "user"]),
+        ("openai", ["system", "user", "assistant", "tool", "assistant", "user"]),
+    ],
+)
+async def test_it_splits_unnumbered_parts_into_steps(fake_providers, provider, roles):
+    await run(fake_providers, provider, ModelRequest(system=SYSTEM, transcript=LEGACY_HISTORY, tools=[WEATHER]))
+
+    messages = fake_providers.requests[0].body["messages"]
+    assert [m["role"] for m in messages] == roles
+    answer = messages[-2]
+    text = answer["content"] if provider == "openai" else answer["content"][0]["text"]
+    assert text == "It is 21 °C."
+
+
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "local"])
 async def test_it_reaches_the_configured_endpoint_through_the_catalog(fake_providers, settings, provider):
     settings.CONFIG = dataclasses.replace(
@@ -359,11 +397,14 @@ async def test_it_reaches_the_configured_endpoint_through_the_catalog(fake_provi
     assert isinstance(events[-1], StepFinished)
     [sent] = fake_providers.requests
     assert sent.body["model"] == model
-    assert sent.path == {
-        "anthropic": "/v1/messages",
-        "openai": "/v1/chat/completions",
-        "local": "/local/v1/chat/completions",
-    }[provider]
+    assert (
+        sent.path
+        == {
+            "anthropic": "/v1/messages",
+            "openai": "/v1/chat/completions",
+            "local": "/local/v1/chat/completions",
+        }[provider]
+    )
 
 
 def test_it_offers_no_local_adapter_when_the_operator_configured_none(settings):

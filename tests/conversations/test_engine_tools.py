@@ -1,0 +1,331 @@
+"""The turn engine's tool loop, in process, against the loopback providers.
+
+Test-only tools are registered for each test and removed afterwards; the model asks for
+them through the real wire formats, and their results must reach the next model request
+in each provider's own format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from conversations.engine.cancel_bus import CancelListener
+from conversations.models import Message, MessageRole, Turn
+from conversations.turns import turn_claim
+from tests.support.engine import (
+    PROVIDERS,
+    Provider,
+    ask,
+    assistant_parts,
+    engine_cleanup,
+    events,
+    new_conversation,
+    orm,
+    provider_use,
+    run,
+    sent,
+    submit,
+    text_of,
+    tool_parts,
+    tool_results_sent,
+    turn_get,
+)
+from tests.support.fake_providers import Call, Text
+from tools.registry import Tool, ToolContext, ToolFailed, tool_register, tool_unregister
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FORECAST_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
+RENDEZVOUS_SCHEMA = {
+    "type": "object",
+    "properties": {"me": {"type": "string"}, "other": {"type": "string"}},
+    "required": ["me", "other"],
+}
+INTERRUPTED = {"error": "interrupted", "message": "The tool call was interrupted; its outcome is unknown."}
+
+
+@dataclass
+class ToolBench:
+    """What the test tools saw: every call's context and input, in order."""
+
+    calls: list[tuple[ToolContext, dict[str, Any]]] = field(default_factory=list)
+    arrived: dict[str, asyncio.Event] = field(default_factory=dict)
+
+
+@pytest.fixture
+def bench() -> Iterator[ToolBench]:
+    bench = ToolBench()
+
+    async def forecast(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        bench.calls.append((context, data))
+        return {"city": data["city"], "forecast": "sunny, 24 °C"}
+
+    async def rendezvous(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        # Each call waits for the other one: run one after the other, both would time out.
+        bench.calls.append((context, data))
+        bench.arrived.setdefault(data["me"], asyncio.Event()).set()
+        other = bench.arrived.setdefault(data["other"], asyncio.Event())
+        try:
+            await asyncio.wait_for(other.wait(), 5)
+        except TimeoutError:
+            raise ToolFailed(f"{data['me']} waited alone") from None
+        return {"met": data["other"]}
+
+    async def read_page(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        bench.calls.append((context, data))
+        raise ToolFailed("The page could not be read: the site answered 503.")
+
+    tools = [
+        Tool("weather_forecast", "Tomorrow's weather in a city.", FORECAST_SCHEMA, forecast),
+        Tool("rendezvous", "Meet another call.", RENDEZVOUS_SCHEMA, rendezvous),
+        Tool("read_page", "Read a web page.", {"type": "object", "properties": {}}, read_page),
+    ]
+    for tool in tools:
+        tool_register(tool)
+    yield bench
+    for tool in tools:
+        tool_unregister(tool.name)
+
+
+@pytest.fixture(params=PROVIDERS)
+def provider(request, owner, settings, fake_providers) -> Provider:
+    return provider_use(request.param, settings=settings, fake_providers=fake_providers)
+
+
+@pytest.fixture
+def anthropic(owner, settings, fake_providers) -> Provider:
+    return provider_use("anthropic", settings=settings, fake_providers=fake_providers)
+
+
+@pytest.fixture
+async def cancels() -> AsyncIterator[CancelListener]:
+    listener = CancelListener()
+    yield listener
+    await engine_cleanup(listener)
+
+
+def contract(part: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a stored tool part that PROTOCOL.md promises, and its status."""
+    return {k: part.get(k) for k in ("type", "tool_call_id", "name", "input", "output", "status")}
+
+
+def exchange_sent(provider: Provider, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages after the first user message of a request, JSON strings decoded."""
+    messages = [m for m in body["messages"] if m["role"] != "system"][1:]
+    decoded = json.loads(json.dumps(messages))
+    for message in decoded:
+        if provider.name == "anthropic":
+            for block in message["content"]:
+                if block["type"] == "tool_result":
+                    block["content"] = json.loads(block["content"])
+        else:
+            for call in message.get("tool_calls") or []:
+                call["function"]["arguments"] = json.loads(call["function"]["arguments"])
+            if message["role"] == "tool":
+                message["content"] = json.loads(message["content"])
+    return decoded
+
+
+def expected_exchange(
+    provider: Provider, text: str, calls: list[tuple[str, str, dict[str, Any]]], results: list[Any]
+) -> list[dict[str, Any]]:
+    """One step that asked for tools and their results, in the provider's wire format."""
+    if provider.name == "anthropic":
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        content += [{"type": "tool_use", "id": i, "name": n, "input": d} for i, n, d in calls]
+        tool_results = [
+            {"type": "tool_result", "tool_use_id": i, "content": r} for (i, _, _), r in zip(calls, results, strict=True)
+        ]
+        return [{"role": "assistant", "content": content}, {"role": "user", "content": tool_results}]
+    tool_calls = [{"id": i, "type": "function", "function": {"name": n, "arguments": d}} for i, n, d in calls]
+    answer = {"role": "assistant", "content": text or None, "tool_calls": tool_calls}
+    return [answer] + [
+        {"role": "tool", "tool_call_id": i, "content": r} for (i, _, _), r in zip(calls, results, strict=True)
+    ]
+
+
+async def test_it_runs_a_tool_and_sends_its_result_back_to_the_model(provider, bench, fake_providers, cancels):
+    fake_providers.script(
+        [Text("Let me check."), Call("call_wx1", "weather_forecast", {"city": "Porto"})],
+        [Text("Tomorrow will be sunny in Porto.")],
+    )
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Weather in Porto tomorrow?", cancels)
+
+    assert turn.status == "completed"
+    output = {"city": "Porto", "forecast": "sunny, 24 °C"}
+    [(context, data)] = bench.calls
+    assert data == {"city": "Porto"}
+    assert (context.turn_id, context.conversation_id, context.tool_call_id) == (turn.id, conversation_id, "call_wx1")
+    first, second = fake_providers.requests
+    assert sent(provider, first.body).tool_names == ["read_page", "rendezvous", "weather_forecast"]
+    assert exchange_sent(provider, second.body) == expected_exchange(
+        provider, "Let me check.", [("call_wx1", "weather_forecast", {"city": "Porto"})], [output]
+    )
+    rows = await events(conversation_id)
+    assert [e.kind for e in rows] == [
+        "turn.queued",
+        "turn.started",
+        "text.delta",
+        "tool.started",
+        "tool.finished",
+        "text.delta",
+        "turn.completed",
+    ]
+    assert rows[3].data == {"tool_call_id": "call_wx1", "name": "weather_forecast", "input": {"city": "Porto"}}
+    assert rows[4].data == {
+        "tool_call_id": "call_wx1",
+        "name": "weather_forecast",
+        "status": "succeeded",
+        "output": output,
+    }
+    parts = await assistant_parts(turn.id)
+    assert [p["type"] for p in parts] == ["text", "tool", "text"]
+    assert contract(parts[1]) == {
+        "type": "tool",
+        "tool_call_id": "call_wx1",
+        "name": "weather_forecast",
+        "input": {"city": "Porto"},
+        "output": output,
+        "status": "succeeded",
+    }
+    assert text_of(parts) == "Let me check.Tomorrow will be sunny in Porto."
+    assert turn.steps == 2
+
+
+async def test_it_runs_parallel_calls_together_and_returns_both_results(provider, bench, fake_providers, cancels):
+    calls = [
+        ("call_a", "rendezvous", {"me": "a", "other": "b"}),
+        ("call_b", "rendezvous", {"me": "b", "other": "a"}),
+    ]
+    fake_providers.script([Call(*c) for c in calls], [Text("Both met.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Meet up.", cancels)
+
+    assert turn.status == "completed"
+    finished = {e.data["tool_call_id"]: e.data for e in await events(conversation_id) if e.kind == "tool.finished"}
+    assert {k: (v["status"], v["output"]) for k, v in finished.items()} == {
+        "call_a": ("succeeded", {"met": "b"}),
+        "call_b": ("succeeded", {"met": "a"}),
+    }
+    assert exchange_sent(provider, fake_providers.requests[1].body) == expected_exchange(
+        provider, "", calls, [{"met": "b"}, {"met": "a"}]
+    )
+    assert [contract(p)["status"] for p in tool_parts(await assistant_parts(turn.id))] == ["succeeded", "succeeded"]
+
+
+async def test_it_answers_an_unknown_tool_with_an_error_and_goes_on(provider, bench, fake_providers, cancels):
+    fake_providers.script([Call("call_x", "launch_rockets", {"count": 3})], [Text("I cannot do that.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Launch three rockets.", cancels)
+
+    assert turn.status == "completed"
+    [part] = tool_parts(await assistant_parts(turn.id))
+    assert (part["status"], part["output"]["error"]) == ("failed", "unknown_tool")
+    assert part["input"] == {"count": 3}
+    results = tool_results_sent(provider, fake_providers.requests[1].body)
+    assert results["call_x"]["error"] == "unknown_tool"
+    finished = [e.data for e in await events(conversation_id) if e.kind == "tool.finished"]
+    assert [(d["tool_call_id"], d["status"], d["output"]["error"]) for d in finished] == [
+        ("call_x", "failed", "unknown_tool")
+    ]
+    assert text_of(await assistant_parts(turn.id)) == "I cannot do that."
+    assert bench.calls == []
+
+
+async def test_it_reports_a_failing_tool_with_its_message(anthropic, bench, fake_providers, cancels):
+    fake_providers.script([Call("call_p", "read_page", {})], [Text("The site is down.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Read the page.", cancels)
+
+    assert turn.status == "completed"
+    failure = {"error": "tool_failed", "message": "The page could not be read: the site answered 503."}
+    [part] = tool_parts(await assistant_parts(turn.id))
+    assert (part["status"], part["output"]) == ("failed", failure)
+    [finished] = [e.data for e in await events(conversation_id) if e.kind == "tool.finished"]
+    assert (finished["status"], finished["output"]) == ("failed", failure)
+    assert tool_results_sent(anthropic, fake_providers.requests[1].body) == {"call_p": failure}
+
+
+async def test_it_stops_a_model_that_keeps_calling_tools_after_8_steps(provider, bench, fake_providers, cancels):
+    fake_providers.script(*[[Call(f"call_{i}", "weather_forecast", {"city": f"City {i}"})] for i in range(12)])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Forecast every city you know.", cancels)
+
+    assert turn.status == "completed"
+    assert turn.steps == 8
+    requests = [sent(provider, r.body) for r in fake_providers.requests]
+    assert len(requests) == 8
+    assert all(r.tool_names == ["read_page", "rendezvous", "weather_forecast"] for r in requests[:7])
+    assert "tools" not in fake_providers.requests[7].body
+    assert requests[7].tool_names is None
+    assert [d["city"] for _, d in bench.calls] == [f"City {i}" for i in range(7)]
+    assert set(tool_results_sent(provider, fake_providers.requests[7].body)) == {f"call_{i}" for i in range(7)}
+
+
+async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, bench, fake_providers, cancels):
+    conversation_id = await new_conversation()
+    turn = await submit(conversation_id, "Weather in Faro?")
+    claim = await orm(turn_claim)(turn_id=turn.id)
+    assert claim is not None
+    crashed_parts = [
+        {"type": "text", "text": "Checking.", "step": 0},
+        {
+            "type": "tool",
+            "tool_call_id": "call_lost",
+            "name": "weather_forecast",
+            "input": {"city": "Faro"},
+            "output": None,
+            "step": 0,
+        },
+    ]
+
+    def crash() -> None:
+        # What a worker killed while the tool ran leaves behind.
+        Message.objects.create(
+            conversation_id=conversation_id,
+            turn_id=turn.id,
+            role=MessageRole.ASSISTANT,
+            ordinal=2 * turn.ordinal + 1,
+            parts=crashed_parts,
+        )
+        Turn.objects.filter(id=turn.id).update(steps=1, lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+    await orm(crash)()
+    fake_providers.script([Text("I could not confirm the forecast for Faro.")])
+
+    await run(turn.id, cancels)
+
+    finished = await turn_get(turn.id)
+    assert finished.status == "completed"
+    assert bench.calls == []  # the interrupted call is not run a second time
+    parts = await assistant_parts(turn.id)
+    assert contract(parts[1]) == {
+        "type": "tool",
+        "tool_call_id": "call_lost",
+        "name": "weather_forecast",
+        "input": {"city": "Faro"},
+        "output": INTERRUPTED,
+        "status": "interrupted",
+    }
+    assert text_of(parts) == "Checking.I could not confirm the forecast for Faro."
+    [request] = fake_providers.requests
+    assert tool_results_sent(provider, request.body) == {"call_lost": INTERRUPTED}
+    assert [e.data.get("attempt") for e in await events(conversation_id) if e.kind == "turn.started"] == [1, 2]
