@@ -79,8 +79,8 @@ def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> Clien
 
 def _require_uuid(value: str, name: str) -> None:
     try:
-        if len(value) != 36:
-            raise ValueError
-        uuid.UUID(value)
+        canonical = str(uuid.UUID(value)) == value.lower()
     except ValueError:
-        raise InvalidInput(f"Field {name} must be a UUID.", code="invalid_frame") from None
+        canonical = False
+    if not canonical:
+        raise InvalidInput(f"Field {name} must be a UUID.", code="invalid_frame")

@@ -234,6 +234,11 @@ def turn_claim(*, turn_id: uuid.UUID) -> Claim | None:
         return Claim(turn.id, turn.conversation_id, turn.ordinal, token, attempt, turn.steps)
 
 
+def turn_cancel_requested(*, turn_id: uuid.UUID) -> bool:
+    """Return whether the owner asked this turn to stop (the truth when Redis missed it)."""
+    return Turn.objects.filter(id=turn_id, cancel_requested=True).exists()
+
+
 def turn_lease_renew(*, turn_id: uuid.UUID, lease_token: str) -> bool:
     """Extend a lease this attempt still owns; False means it was lost."""
     return bool(

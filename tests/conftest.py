@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +22,11 @@ OWNER_PASSWORD = "a-long-owner-passphrase-42"
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     release_redis_db(os.environ["REDIS_URL"], os.environ["FLAREBOT_TEST_RUN_ID"])
+    data_dir = os.environ["FLAREBOT_DATA_DIR"]
+    if exitstatus == 0 and os.path.basename(data_dir).startswith("flarebot-test-"):
+        shutil.rmtree(data_dir, ignore_errors=True)
+    else:
+        print(f"\nlogs and data of this run: {data_dir}")
 
 
 @pytest.fixture

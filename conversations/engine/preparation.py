@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
+from conversations.eventlog import events_append, events_publish_sync
 from conversations.instructions import instructions_effective
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import Message, MessageRole, Turn
@@ -47,8 +48,10 @@ def attempt_prepare(claim: Claim) -> Prepared:
             defaults={"conversation_id": claim.conversation_id, "ordinal": 2 * claim.ordinal + 1, "parts": []},
         )
         parts = list(assistant.parts)
-        # A tool call cut off by a crash has no output: record that its outcome is unknown.
-        if any(p["type"] == "tool" and p.get("output") is None for p in parts):
+        # A tool call cut off by a crash has no output: record that its outcome is unknown,
+        # and tell clients that showed it running (tool.started) how it ended.
+        cut_off = [p for p in parts if p["type"] == "tool" and p.get("output") is None]
+        if cut_off:
             parts = [
                 {**p, "output": INTERRUPTED_OUTPUT, "status": "interrupted"}
                 if p["type"] == "tool" and p.get("output") is None
@@ -56,6 +59,23 @@ def attempt_prepare(claim: Claim) -> Prepared:
                 for p in parts
             ]
             Message.objects.filter(id=assistant.id).update(parts=parts)
+            frames = events_append(
+                conversation_id=claim.conversation_id,
+                events=[
+                    (
+                        "tool.finished",
+                        turn.id,
+                        {
+                            "tool_call_id": p["tool_call_id"],
+                            "name": p["name"],
+                            "status": "interrupted",
+                            "output": INTERRUPTED_OUTPUT,
+                        },
+                    )
+                    for p in cut_off
+                ],
+            )
+            transaction.on_commit(lambda: events_publish_sync(conversation_id=claim.conversation_id, frames=frames))
     return Prepared(
         model=model,
         system=system,

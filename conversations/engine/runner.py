@@ -28,7 +28,14 @@ from conversations.models import TurnStatus
 from conversations.providers.base import ModelRequest, StepFinished, StreamEvent, TextDelta, ToolCall, ToolDefinition
 from conversations.providers.catalog import adapter_for
 from conversations.providers.errors import ProviderError
-from conversations.turns import Claim, turn_attempt_stalled, turn_claim, turn_finish, turn_lease_renew
+from conversations.turns import (
+    Claim,
+    turn_attempt_stalled,
+    turn_cancel_requested,
+    turn_claim,
+    turn_finish,
+    turn_lease_renew,
+)
 from tools.registry import tools_enabled
 
 logger = logging.getLogger(__name__)
@@ -126,7 +133,9 @@ async def _attempt(claim: Claim, prepared: Prepared, writer: TranscriptWriter, c
         if not calls:
             return Outcome(TurnStatus.COMPLETED)
         await run_tool_calls(claim, writer, steps - 1, calls, {t.name for t in offered}, cancelled)
-        if cancelled.is_set():
+        # The flag in the database is the truth: a cancel whose announcement on Redis was
+        # lost still stops the turn here, before the next model step.
+        if cancelled.is_set() or await db(turn_cancel_requested)(turn_id=claim.turn_id):
             return Outcome(TurnStatus.CANCELLED)
     return Outcome(TurnStatus.COMPLETED)
 

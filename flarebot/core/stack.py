@@ -25,13 +25,21 @@ WORKER_QUEUES = "turns,tools,default"
 PR_SET_PDEATHSIG = 1
 
 
+try:
+    # Resolved here, in the parent: the child between fork and exec only makes the call.
+    _prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+except (OSError, AttributeError):
+    _prctl = None  # not Linux: Ctrl-C and SIGTERM still stop every child
+
+
 def _die_with_parent() -> None:
-    """Have Linux send SIGTERM to the child if the supervisor itself dies (even by SIGKILL)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass  # not Linux: Ctrl-C and SIGTERM still stop every child
+    """Have Linux send SIGTERM to the child if the supervisor dies (even by SIGKILL).
+
+    The signal follows the thread that forked the child, so start stacks from a thread
+    that lives as long as they do (the main thread, in runstack and the tests).
+    """
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass

@@ -46,7 +46,8 @@ def assert_error(response, status: int) -> None:
     assert response.status_code == status, response.content
     body = response.json()
     assert set(body) == {"error"}
-    assert isinstance(body["error"]["code"], str) and body["error"]["message"]
+    assert isinstance(body["error"]["code"], str)
+    assert body["error"]["message"]
 
 
 def stored() -> tuple[int, int, int]:
@@ -154,10 +155,10 @@ def test_it_lists_user_and_assistant_messages_in_order_with_the_last_sequence(
         ("assistant", second, "Tuesday: rest."),
     ]
     assert all(set(m) == {"id", "role", "parts", "created_at", "turn_id"} for m in body["messages"])
-    last = Event.objects.order_by("-sequence").values_list("sequence", "kind").first()
-    assert last[1] == "turn.completed"
-    assert body["last_sequence"] == last[0]
-    assert owner_client.get(events_url(conversation.id)).json()["last_sequence"] == last[0]
+    last_sequence, last_kind = Event.objects.order_by("-sequence").values_list("sequence", "kind")[0]
+    assert last_kind == "turn.completed"
+    assert body["last_sequence"] == last_sequence
+    assert owner_client.get(events_url(conversation.id)).json()["last_sequence"] == last_sequence
 
 
 def test_it_pages_events_after_a_sequence_500_at_a_time(owner_client, conversation):

@@ -86,11 +86,14 @@ async def test_it_cancels_a_streaming_turn_within_a_second_and_keeps_the_partial
 
     partial = await assistant_text(turn.id)
     assert partial == "".join(await deltas(conversation_id))
-    assert partial and "".join(chunks).startswith(partial) and len(partial) < len("".join(chunks))
+    assert partial
+    assert "".join(chunks).startswith(partial)
+    assert len(partial) < len("".join(chunks))
     assert (await kinds(conversation_id))[-1] == "turn.cancelled"
     [request] = fake_providers.requests
     await eventually(lambda: client_gone(request), timeout=2, what="the provider to see the client leave")
-    assert request.ended is not None and request.ended - request.started < 0.2 * len(chunks)
+    assert request.ended is not None
+    assert request.ended - request.started < 0.2 * len(chunks)
 
     fake_providers.script([Text("Here is a short one.")])
     following = await ask(conversation_id, "A short one, then.", cancels)
@@ -112,7 +115,7 @@ async def client_gone(request) -> bool:
     return request.disconnected
 
 
-async def test_it_retries_an_answer_that_stalls_after_its_first_chunk(provider, fake_providers, cancels):
+async def test_it_retries_an_answer_that_stalls_after_its_first_chunk(anthropic, fake_providers, cancels):
     fake_providers.script([Text("The answer"), Stall(10), Text(" never comes")], [Text(" is 42.")])
     conversation_id = await new_conversation()
 
@@ -122,7 +125,7 @@ async def test_it_retries_an_answer_that_stalls_after_its_first_chunk(provider, 
     stalled, retried = fake_providers.requests
     assert IDLE_LIMIT - 0.5 < retried.started - stalled.started < IDLE_LIMIT + 3
     # The retry carries what was already shown, so the model continues from there.
-    assert sent(provider, retried.body).transcript[-1] == ("assistant", "The answer")
+    assert sent(anthropic, retried.body).transcript[-1] == ("assistant", "The answer")
     assert await assistant_text(turn.id) == "The answer is 42."
     assert await deltas(conversation_id) == ["The answer", " is 42."]
     assert await kinds(conversation_id) == ["turn.queued", "turn.started", "text.delta", "text.delta", "turn.completed"]
@@ -261,7 +264,8 @@ async def test_it_requeues_a_turn_whose_worker_died_until_it_gives_up(anthropic,
         assert await orm(turns_reconcile)() == 1
         assert await orm(enqueued_runs)(turn.id) == queued_before + 1
         claim = await orm(turn_claim)(turn_id=turn.id)
-        assert claim is not None and claim.attempt == attempt
+        assert claim is not None
+        assert claim.attempt == attempt
         assert (await turn_get(turn.id)).attempts_without_progress == attempt - 1
 
     await expire_lease(turn.id)

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from conversations.engine.cancel_bus import CancelListener
+from conversations.eventlog import events_append
 from conversations.models import Message, MessageRole, Turn
-from conversations.turns import turn_claim
+from conversations.turns import turn_cancel, turn_claim
 from tests.support.engine import (
     PROVIDERS,
     Provider,
@@ -27,6 +31,7 @@ from tests.support.engine import (
     assistant_parts,
     engine_cleanup,
     events,
+    eventually,
     new_conversation,
     orm,
     provider_use,
@@ -39,6 +44,7 @@ from tests.support.engine import (
     turn_get,
 )
 from tests.support.fake_providers import Call, Text
+from tests.support.resources import free_port
 from tools.registry import Tool, ToolContext, ToolFailed, tool_register, tool_unregister
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,6 +59,7 @@ RENDEZVOUS_SCHEMA = {
     "properties": {"me": {"type": "string"}, "other": {"type": "string"}},
     "required": ["me", "other"],
 }
+TOOL_NAMES = ["long_job", "read_page", "rendezvous", "weather_forecast"]
 INTERRUPTED = {"error": "interrupted", "message": "The tool call was interrupted; its outcome is unknown."}
 
 
@@ -62,6 +69,8 @@ class ToolBench:
 
     calls: list[tuple[ToolContext, dict[str, Any]]] = field(default_factory=list)
     arrived: dict[str, asyncio.Event] = field(default_factory=dict)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: list[str] = field(default_factory=list)
 
 
 @pytest.fixture
@@ -87,7 +96,17 @@ def bench() -> Iterator[ToolBench]:
         bench.calls.append((context, data))
         raise ToolFailed("The page could not be read: the site answered 503.")
 
+    async def long_job(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        bench.calls.append((context, data))
+        try:
+            await asyncio.wait_for(bench.release.wait(), 10)
+        except asyncio.CancelledError:
+            bench.cancelled.append(context.tool_call_id)
+            raise
+        return {"done": True}
+
     tools = [
+        Tool("long_job", "A job that takes a while.", {"type": "object", "properties": {}}, long_job),
         Tool("weather_forecast", "Tomorrow's weather in a city.", FORECAST_SCHEMA, forecast),
         Tool("rendezvous", "Meet another call.", RENDEZVOUS_SCHEMA, rendezvous),
         Tool("read_page", "Read a web page.", {"type": "object", "properties": {}}, read_page),
@@ -171,7 +190,7 @@ async def test_it_runs_a_tool_and_sends_its_result_back_to_the_model(provider, b
     assert data == {"city": "Porto"}
     assert (context.turn_id, context.conversation_id, context.tool_call_id) == (turn.id, conversation_id, "call_wx1")
     first, second = fake_providers.requests
-    assert sent(provider, first.body).tool_names == ["read_page", "rendezvous", "weather_forecast"]
+    assert sent(provider, first.body).tool_names == TOOL_NAMES
     assert exchange_sent(provider, second.body) == expected_exchange(
         provider, "Let me check.", [("call_wx1", "weather_forecast", {"city": "Porto"})], [output]
     )
@@ -273,7 +292,7 @@ async def test_it_stops_a_model_that_keeps_calling_tools_after_8_steps(provider,
     assert turn.steps == 8
     requests = [sent(provider, r.body) for r in fake_providers.requests]
     assert len(requests) == 8
-    assert all(r.tool_names == ["read_page", "rendezvous", "weather_forecast"] for r in requests[:7])
+    assert all(r.tool_names == TOOL_NAMES for r in requests[:7])
     assert "tools" not in fake_providers.requests[7].body
     assert requests[7].tool_names is None
     assert [d["city"] for _, d in bench.calls] == [f"City {i}" for i in range(7)]
@@ -306,6 +325,11 @@ async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, 
             ordinal=2 * turn.ordinal + 1,
             parts=crashed_parts,
         )
+        with transaction.atomic():
+            events_append(
+                conversation_id=conversation_id,
+                events=[("tool.started", turn.id, {"tool_call_id": "call_lost", "name": "weather_forecast"})],
+            )
         Turn.objects.filter(id=turn.id).update(steps=1, lease_expires_at=timezone.now() - timedelta(seconds=1))
 
     await orm(crash)()
@@ -328,4 +352,81 @@ async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, 
     assert text_of(parts) == "Checking.I could not confirm the forecast for Faro."
     [request] = fake_providers.requests
     assert tool_results_sent(provider, request.body) == {"call_lost": INTERRUPTED}
-    assert [e.data.get("attempt") for e in await events(conversation_id) if e.kind == "turn.started"] == [1, 2]
+    rows = await events(conversation_id)
+    assert [e.kind for e in rows] == [
+        "turn.queued",
+        "turn.started",
+        "tool.started",
+        "turn.started",
+        "tool.finished",
+        "text.delta",
+        "turn.completed",
+    ]
+    assert rows[3].data == {"attempt": 2}
+    # A client that showed the call as running learns how it ended.
+    assert rows[4].data == {
+        "tool_call_id": "call_lost",
+        "name": "weather_forecast",
+        "status": "interrupted",
+        "output": INTERRUPTED,
+    }
+
+
+async def has_event(conversation_id: uuid.UUID, kind: str) -> bool:
+    return kind in [e.kind for e in await events(conversation_id)]
+
+
+async def test_it_cancels_a_running_tool_within_a_second(anthropic, bench, fake_providers, cancels):
+    fake_providers.script([Text("Starting the job."), Call("call_job", "long_job", {})], [Text("Not asked.")])
+    conversation_id = await new_conversation()
+    turn = await submit(conversation_id, "Run the long job.")
+    running = asyncio.ensure_future(run(turn.id, cancels))
+    try:
+        await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=5, what="the tool to start")
+        await orm(turn_cancel)(conversation_id=conversation_id)
+        asked = time.monotonic()
+        await eventually(lambda: turn_is(turn.id, "cancelled"), timeout=5, what="the turn to be cancelled")
+        assert time.monotonic() - asked < 1.0
+        await asyncio.wait_for(running, 5)
+    finally:
+        running.cancel()
+
+    await eventually(lambda: asyncio.sleep(0, bench.cancelled), timeout=2, what="the tool to be cancelled")
+    assert bench.cancelled == ["call_job"]
+    cancelled = {"error": "cancelled", "message": "The owner stopped this turn."}
+    parts = await assistant_parts(turn.id)
+    assert [(p["status"], p["output"]) for p in tool_parts(parts)] == [("cancelled", cancelled)]
+    assert text_of(parts) == "Starting the job."
+    rows = await events(conversation_id)
+    assert [e.kind for e in rows][-2:] == ["tool.finished", "turn.cancelled"]
+    assert (rows[-2].data["status"], rows[-2].data["output"]) == ("cancelled", cancelled)
+    assert len(fake_providers.requests) == 1
+
+
+async def test_it_stops_at_the_next_step_when_the_cancel_announcement_is_lost(
+    anthropic, bench, fake_providers, cancels, settings
+):
+    fake_providers.script([Text("Starting the job."), Call("call_job", "long_job", {})], [Text("Not asked.")])
+    conversation_id = await new_conversation()
+    turn = await submit(conversation_id, "Run the long job.")
+    running = asyncio.ensure_future(run(turn.id, cancels))
+    try:
+        await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=5, what="the tool to start")
+        reachable = settings.REDIS_URL
+        settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nobody listens: the announcement is lost
+        await orm(turn_cancel)(conversation_id=conversation_id)
+        settings.REDIS_URL = reachable
+        bench.release.set()
+        await asyncio.wait_for(running, 10)
+    finally:
+        running.cancel()
+
+    stopped = await turn_get(turn.id)
+    assert stopped.status == "cancelled"
+    assert len(fake_providers.requests) == 1
+    assert [p["status"] for p in tool_parts(await assistant_parts(turn.id))] == ["succeeded"]
+    assert (await events(conversation_id))[-1].kind == "turn.cancelled"
+
+
+async def turn_is(turn_id: uuid.UUID, status: str) -> bool:
+    return (await turn_get(turn_id)).status == status

@@ -139,12 +139,10 @@ async def engine_cleanup(cancels: CancelListener) -> None:
         task.cancel()
         with suppress(asyncio.CancelledError, Exception):
             await task
-    loop_id = id(asyncio.get_running_loop())
-    for cache_key, client in list(clients._clients.items()):
-        if cache_key[1] == loop_id:
-            clients._clients.pop(cache_key, None)
-            with suppress(Exception):
-                await client.close()
+    cached: dict[Any, Any] = clients._clients.pop(asyncio.get_running_loop(), {})
+    for client in cached.values():
+        with suppress(Exception):
+            await client.close()
 
 
 @dataclass(frozen=True)
@@ -167,7 +165,8 @@ def sent(provider: Provider, body: dict[str, Any]) -> Sent:
         tools = [t["name"] for t in body["tools"]] if "tools" in body else None
         return Sent(body["system"], body.get("max_tokens"), transcript, tools)
     system = [m["content"] for m in body["messages"] if m["role"] == "system"]
-    assert len(system) == 1 and body["messages"][0]["role"] == "system"
+    assert len(system) == 1
+    assert body["messages"][0]["role"] == "system"
     transcript = [
         (m["role"], m["content"]) for m in body["messages"] if m["role"] in ("user", "assistant") and m.get("content")
     ]
