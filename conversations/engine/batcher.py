@@ -9,17 +9,20 @@ the same statement that its attempt still owns the turn.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Exists
 
 from conversations.engine.runtime import db
 from conversations.eventlog import EventFrame, NewEvent, event_frame, sequences_allocate
-from conversations.models import Event, Message, Turn, TurnStatus
+from conversations.models import Conversation, Event, Message, Turn, TurnStatus
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -32,17 +35,31 @@ class StreamWrite:
     events: list[NewEvent]
 
 
+def _write_one(write: StreamWrite) -> int | None:
+    """Store one write's parts and reserve its sequences; None if its attempt lost the turn."""
+    owner = Turn.objects.filter(id=write.turn_id, lease_token=write.lease_token, status=TurnStatus.RUNNING)
+    if not Message.objects.filter(id=write.message_id).filter(Exists(owner)).update(parts=write.parts):
+        return None
+    return sequences_allocate(conversation_id=write.conversation_id, count=len(write.events))
+
+
 def _write_batch(writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
     """Write a batch in one transaction; None for a write whose attempt lost the turn."""
     results: list[list[EventFrame] | None] = []
     rows: list[Event] = []
     with transaction.atomic():
         for write in writes:
-            owner = Turn.objects.filter(id=write.turn_id, lease_token=write.lease_token, status=TurnStatus.RUNNING)
-            if not Message.objects.filter(id=write.message_id).filter(Exists(owner)).update(parts=write.parts):
+            try:
+                # A savepoint each: one write that fails (its conversation was just
+                # deleted, say) must not fail the other turns' writes in the batch.
+                with transaction.atomic():
+                    first = _write_one(write)
+            except (DatabaseError, Conversation.DoesNotExist):
+                logger.warning("streaming write of turn %s failed; its attempt stops", write.turn_id, exc_info=True)
+                first = None
+            if first is None:
                 results.append(None)
                 continue
-            first = sequences_allocate(conversation_id=write.conversation_id, count=len(write.events))
             batch = [
                 Event(conversation_id=write.conversation_id, sequence=first + i, kind=kind, turn_id=turn_id, data=data)
                 for i, (kind, turn_id, data) in enumerate(write.events)

@@ -13,7 +13,11 @@ from contextlib import suppress
 
 import redis
 import redis.asyncio as aioredis
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import close_old_connections
+
+from conversations.models import Turn
 
 logger = logging.getLogger(__name__)
 
@@ -30,21 +34,58 @@ def publish_cancel(turn_id: uuid.UUID) -> None:
         logger.warning("could not announce the cancellation of turn %s; it stops at its next step", turn_id)
 
 
+def turns_cancel_flagged(turn_ids: list[str]) -> list[str]:
+    """Return which of these turns carry the cancel flag in the database."""
+    try:
+        return [
+            str(i) for i in Turn.objects.filter(id__in=turn_ids, cancel_requested=True).values_list("id", flat=True)
+        ]
+    finally:
+        close_old_connections()
+
+
 class CancelListener:
-    """One subscription per worker process; running turns register an asyncio.Event each."""
+    """One subscription per worker process; running turns register an asyncio.Event each.
+
+    Whenever the subscription is (re)established, the database flags of the watched turns
+    are read again, so a cancel announced while the listener was not subscribed still
+    arrives.
+    """
 
     def __init__(self) -> None:
         self._events: dict[str, asyncio.Event] = {}
         self._task: asyncio.Task[None] | None = None
+        self._subscribed = asyncio.Event()
 
-    def watch(self, turn_id: uuid.UUID) -> asyncio.Event:
+    async def watch(self, turn_id: uuid.UUID, *, ready_within: float = 1.0) -> asyncio.Event:
+        """Watch a turn for cancellation; wait briefly until the subscription is live."""
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._listen())
         event = self._events.setdefault(str(turn_id), asyncio.Event())
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._subscribed.wait(), timeout=ready_within)
         return event
 
     def forget(self, turn_id: uuid.UUID) -> None:
         self._events.pop(str(turn_id), None)
+
+    async def close(self) -> None:
+        """Stop listening (tests; a worker keeps its listener for its lifetime)."""
+        if self._task is not None:
+            self._task.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+
+    async def _recheck_flags(self) -> None:
+        watched = list(self._events)
+        if not watched:
+            return
+        flagged = await sync_to_async(turns_cancel_flagged, thread_sensitive=False)(watched)
+        for turn_id in flagged:
+            event = self._events.get(turn_id)
+            if event is not None:
+                event.set()
 
     async def _listen(self) -> None:
         while True:
@@ -52,6 +93,8 @@ class CancelListener:
             try:
                 async with client.pubsub() as pubsub:
                     await pubsub.subscribe(CHANNEL)
+                    self._subscribed.set()
+                    await self._recheck_flags()
                     async for message in pubsub.listen():
                         if message.get("type") != "message":
                             continue
@@ -59,6 +102,7 @@ class CancelListener:
                         if event is not None:
                             event.set()
             except (redis.RedisError, OSError):
+                self._subscribed.clear()
                 logger.warning("cancel listener lost Redis; reconnecting", exc_info=True)
                 await asyncio.sleep(1)
             finally:

@@ -59,7 +59,7 @@ async def run_turn(turn_id: uuid.UUID, *, cancels: CancelListener) -> None:
     claim = await db(turn_claim)(turn_id=turn_id)
     if claim is None:
         return
-    cancelled = cancels.watch(turn_id)
+    cancelled = await cancels.watch(turn_id)
     heartbeat = asyncio.get_running_loop().create_task(_heartbeat(claim))
     try:
         await _run_claimed(claim, cancelled)
@@ -112,12 +112,14 @@ async def _attempt(claim: Claim, prepared: Prepared, writer: TranscriptWriter, c
     adapter = adapter_for(prepared.model.provider)
     steps = prepared.steps
     while steps < MAX_STEPS:
-        offered = tools_enabled() if steps < MAX_STEPS - 1 else []
+        offered = tools_enabled()
+        may_call = steps < MAX_STEPS - 1
         transcript = prepared.transcript + ([{"role": "assistant", "parts": writer.parts}] if writer.parts else [])
         request = ModelRequest(
             system=prepared.system,
             transcript=transcript,
             tools=[ToolDefinition(t.name, t.description, t.input_schema) for t in offered],
+            may_call_tools=may_call,
         )
         stream = adapter.stream(request, model=prepared.model.model, key=prepared.model.key)
         calls: list[ToolCall] = []
@@ -132,7 +134,8 @@ async def _attempt(claim: Claim, prepared: Prepared, writer: TranscriptWriter, c
         await writer.step_done(steps)
         if not calls:
             return Outcome(TurnStatus.COMPLETED)
-        await run_tool_calls(claim, writer, steps - 1, calls, {t.name for t in offered}, cancelled)
+        callable_names = {t.name for t in offered} if may_call else set()
+        await run_tool_calls(claim, writer, steps - 1, calls, callable_names, cancelled)
         # The flag in the database is the truth: a cancel whose announcement on Redis was
         # lost still stops the turn here, before the next model step.
         if cancelled.is_set() or await db(turn_cancel_requested)(turn_id=claim.turn_id):

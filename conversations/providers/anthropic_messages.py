@@ -93,6 +93,8 @@ class AnthropicAdapter:
             kwargs["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
             ]
+            if not request.may_call_tools:
+                kwargs["tool_choice"] = {"type": "none"}
         try:
             stream = await client.messages.create(**kwargs)
         except anthropic.APIStatusError as error:

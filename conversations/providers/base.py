@@ -28,6 +28,10 @@ class ModelRequest:
     system: str
     transcript: list[dict[str, Any]]
     tools: list[ToolDefinition] = field(default_factory=list)
+    # False on the last step: the tools are still described (the transcript holds calls
+    # and results, which providers only accept next to tool definitions) but the model
+    # may not call one, so it must answer in text.
+    may_call_tools: bool = True
     max_tokens: int = MAX_OUTPUT_TOKENS
 
 

@@ -86,6 +86,8 @@ class ChatCompletionsAdapter:
                 }
                 for t in request.tools
             ]
+            if not request.may_call_tools:
+                kwargs["tool_choice"] = "none"
         try:
             stream = await client.chat.completions.create(**kwargs)
         except openai.APIStatusError as error:

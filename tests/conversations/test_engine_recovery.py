@@ -36,6 +36,7 @@ from tests.support.engine import (
     sent,
     submit,
     turn_get,
+    turn_is,
 )
 from tests.support.fake_providers import Drop, Stall, Text
 
@@ -105,10 +106,6 @@ async def test_it_cancels_a_streaming_turn_within_a_second_and_keeps_the_partial
         ("assistant", partial),
         ("user", "A short one, then."),
     ]
-
-
-async def turn_is(turn_id: uuid.UUID, status: str) -> bool:
-    return (await turn_get(turn_id)).status == status
 
 
 async def client_gone(request) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -32,6 +31,7 @@ from tests.support.engine import (
     engine_cleanup,
     events,
     eventually,
+    has_event,
     new_conversation,
     orm,
     provider_use,
@@ -42,6 +42,7 @@ from tests.support.engine import (
     tool_parts,
     tool_results_sent,
     turn_get,
+    turn_is,
 )
 from tests.support.fake_providers import Call, Text
 from tests.support.resources import free_port
@@ -292,9 +293,12 @@ async def test_it_stops_a_model_that_keeps_calling_tools_after_8_steps(provider,
     assert turn.steps == 8
     requests = [sent(provider, r.body) for r in fake_providers.requests]
     assert len(requests) == 8
-    assert all(r.tool_names == TOOL_NAMES for r in requests[:7])
-    assert "tools" not in fake_providers.requests[7].body
-    assert requests[7].tool_names is None
+    assert all(r.tool_names == TOOL_NAMES for r in requests)
+    assert all("tool_choice" not in r.body for r in fake_providers.requests[:7])
+    # The last step still describes the tools (the transcript holds calls and results)
+    # but forbids calling one, so the model has to answer in text.
+    none = {"type": "none"} if provider.name == "anthropic" else "none"
+    assert fake_providers.requests[7].body["tool_choice"] == none
     assert [d["city"] for _, d in bench.calls] == [f"City {i}" for i in range(7)]
     assert set(tool_results_sent(provider, fake_providers.requests[7].body)) == {f"call_{i}" for i in range(7)}
 
@@ -372,10 +376,6 @@ async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, 
     }
 
 
-async def has_event(conversation_id: uuid.UUID, kind: str) -> bool:
-    return kind in [e.kind for e in await events(conversation_id)]
-
-
 async def test_it_cancels_a_running_tool_within_a_second(anthropic, bench, fake_providers, cancels):
     fake_providers.script([Text("Starting the job."), Call("call_job", "long_job", {})], [Text("Not asked.")])
     conversation_id = await new_conversation()
@@ -391,7 +391,10 @@ async def test_it_cancels_a_running_tool_within_a_second(anthropic, bench, fake_
     finally:
         running.cancel()
 
-    await eventually(lambda: asyncio.sleep(0, bench.cancelled), timeout=2, what="the tool to be cancelled")
+    async def tool_stopped() -> list[str]:
+        return bench.cancelled
+
+    await eventually(tool_stopped, timeout=2, what="the tool to be cancelled")
     assert bench.cancelled == ["call_job"]
     cancelled = {"error": "cancelled", "message": "The owner stopped this turn."}
     parts = await assistant_parts(turn.id)
@@ -426,7 +429,3 @@ async def test_it_stops_at_the_next_step_when_the_cancel_announcement_is_lost(
     assert len(fake_providers.requests) == 1
     assert [p["status"] for p in tool_parts(await assistant_parts(turn.id))] == ["succeeded"]
     assert (await events(conversation_id))[-1].kind == "turn.cancelled"
-
-
-async def turn_is(turn_id: uuid.UUID, status: str) -> bool:
-    return (await turn_get(turn_id)).status == status

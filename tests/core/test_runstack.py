@@ -84,7 +84,8 @@ def test_it_runs_every_process_and_stops_them_all_on_ctrl_c(tmp_path):
         if process.poll() is None:
             process.kill()
     assert process.returncode == 0
-    assert "No owner yet" in output and "createowner" in output
+    assert "No owner yet" in output
+    assert "createowner" in output
     assert _wait(lambda: not (_children_of(process.pid) | {c for c in children if Path(f"/proc/{c}").exists()}), 10)
     assert not _status_ok(port)
 

@@ -99,6 +99,14 @@ async def kinds(conversation_id: uuid.UUID, turn_id: uuid.UUID | None = None) ->
     return [e.kind for e in await events(conversation_id) if turn_id is None or e.turn_id == turn_id]
 
 
+async def turn_is(turn_id: uuid.UUID, status: str) -> bool:
+    return (await turn_get(turn_id)).status == status
+
+
+async def has_event(conversation_id: uuid.UUID, kind: str) -> bool:
+    return kind in await kinds(conversation_id)
+
+
 async def assistant_parts(turn_id: uuid.UUID) -> list[dict[str, Any]]:
     message = await orm(Message.objects.filter(turn_id=turn_id, role=MessageRole.ASSISTANT).first)()
     return message.parts if message is not None else []
@@ -134,11 +142,7 @@ async def engine_cleanup(cancels: CancelListener) -> None:
     Each test has its own event loop; a cached client holds connections of that loop and
     must not outlive it.
     """
-    task = cancels._task
-    if task is not None:
-        task.cancel()
-        with suppress(asyncio.CancelledError, Exception):
-            await task
+    await cancels.close()
     cached: dict[Any, Any] = clients._clients.pop(asyncio.get_running_loop(), {})
     for client in cached.values():
         with suppress(Exception):
