@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
-from conversations.eventlog import events_append, events_publish_sync
+from conversations.eventlog import EventFrame, NewEvent, events_append
 from conversations.instructions import instructions_effective
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import Message, MessageRole, Turn
@@ -25,6 +25,7 @@ class Prepared:
     parts: list[dict[str, Any]]
     steps: int
     cancel_requested: bool
+    frames: list[EventFrame]  # to publish: what resuming changed in the earlier parts
 
 
 def attempt_prepare(claim: Claim) -> Prepared:
@@ -47,35 +48,11 @@ def attempt_prepare(claim: Claim) -> Prepared:
             role=MessageRole.ASSISTANT,
             defaults={"conversation_id": claim.conversation_id, "ordinal": 2 * claim.ordinal + 1, "parts": []},
         )
-        parts = list(assistant.parts)
-        # A tool call cut off by a crash has no output: record that its outcome is unknown,
-        # and tell clients that showed it running (tool.started) how it ended.
-        cut_off = [p for p in parts if p["type"] == "tool" and p.get("output") is None]
-        if cut_off:
-            parts = [
-                {**p, "output": INTERRUPTED_OUTPUT, "status": "interrupted"}
-                if p["type"] == "tool" and p.get("output") is None
-                else p
-                for p in parts
-            ]
+        parts, events = _resume_parts(list(assistant.parts), turn_id=turn.id, steps=turn.steps)
+        frames: list[EventFrame] = []
+        if events:
             Message.objects.filter(id=assistant.id).update(parts=parts)
-            frames = events_append(
-                conversation_id=claim.conversation_id,
-                events=[
-                    (
-                        "tool.finished",
-                        turn.id,
-                        {
-                            "tool_call_id": p["tool_call_id"],
-                            "name": p["name"],
-                            "status": "interrupted",
-                            "output": INTERRUPTED_OUTPUT,
-                        },
-                    )
-                    for p in cut_off
-                ],
-            )
-            transaction.on_commit(lambda: events_publish_sync(conversation_id=claim.conversation_id, frames=frames))
+            frames = events_append(conversation_id=claim.conversation_id, events=events)
     return Prepared(
         model=model,
         system=system,
@@ -84,4 +61,32 @@ def attempt_prepare(claim: Claim) -> Prepared:
         parts=parts,
         steps=turn.steps,
         cancel_requested=turn.cancel_requested,
+        frames=frames,
     )
+
+
+def _resume_parts(
+    parts: list[dict[str, Any]], *, turn_id: uuid.UUID, steps: int
+) -> tuple[list[dict[str, Any]], list[NewEvent]]:
+    """Make an earlier attempt's parts safe to continue from, with the events that say so.
+
+    - A tool call cut off by a crash has no output: its outcome is recorded as unknown,
+      and clients that showed it running (tool.started) learn how it ended.
+    - Text of a step that never finished is dropped, so the retried step does not repeat
+      it after itself; `message.replaced` gives clients the parts to show instead.
+    """
+    events: list[NewEvent] = []
+    resumed: list[dict[str, Any]] = []
+    for part in parts:
+        if part["type"] == "tool" and part.get("output") is None:
+            part = {**part, "output": INTERRUPTED_OUTPUT, "status": "interrupted"}
+            finished = {"tool_call_id": part["tool_call_id"], "name": part["name"]}
+            events.append(
+                ("tool.finished", turn_id, {**finished, "status": "interrupted", "output": INTERRUPTED_OUTPUT})
+            )
+        if part["type"] == "text" and part.get("step", -1) >= steps:
+            continue
+        resumed.append(part)
+    if len(resumed) != len(parts):
+        events.append(("message.replaced", turn_id, {"parts": resumed}))
+    return resumed, events

@@ -24,6 +24,7 @@ from conversations.engine.preparation import Prepared, attempt_prepare
 from conversations.engine.runtime import db
 from conversations.engine.tool_calls import run_tool_calls
 from conversations.engine.writer import LeaseLost, TranscriptWriter
+from conversations.eventlog import events_publish
 from conversations.models import TurnStatus
 from conversations.providers.base import ModelRequest, StepFinished, StreamEvent, TextDelta, ToolCall, ToolDefinition
 from conversations.providers.catalog import adapter_for
@@ -80,6 +81,7 @@ async def _heartbeat(claim: Claim) -> None:
 async def _run_claimed(claim: Claim, cancelled: asyncio.Event) -> None:
     while True:
         prepared = await db(attempt_prepare)(claim)
+        await events_publish(conversation_id=claim.conversation_id, frames=prepared.frames)
         if prepared.cancel_requested:
             cancelled.set()
         if cancelled.is_set():

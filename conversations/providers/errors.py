@@ -19,8 +19,12 @@ class ProviderError(Exception):
         super().__init__(message)
 
 
-def provider_error_from_status(provider_label: str, status: int | None) -> ProviderError:
+def provider_error_from_status(provider_label: str, status: int | None, *, keyed: bool = True) -> ProviderError:
     """Return the safe error for an HTTP status from a provider."""
+    if status in (401, 403) and not keyed:
+        return ProviderError(
+            "provider_auth", f"{provider_label} refused the request. Check the server's access settings."
+        )
     if status in (401, 403):
         return ProviderError(
             "provider_auth",

@@ -91,7 +91,7 @@ class ChatCompletionsAdapter:
         try:
             stream = await client.chat.completions.create(**kwargs)
         except openai.APIStatusError as error:
-            raise provider_error_from_status(self.label, status_of(error)) from None
+            raise provider_error_from_status(self.label, status_of(error), keyed=self.needs_key) from None
         except (openai.APIConnectionError, httpx2.HTTPError):
             raise connection_error(self.label) from None
         try:
@@ -126,7 +126,7 @@ class ChatCompletionsAdapter:
                     raise ValueError("tool call without id or name")
                 yield ToolCall(entry["id"], entry["name"], _arguments(entry["arguments"]))
         except openai.APIStatusError as error:
-            raise provider_error_from_status(self.label, status_of(error)) from None
+            raise provider_error_from_status(self.label, status_of(error), keyed=self.needs_key) from None
         except (openai.APIConnectionError, httpx2.HTTPError):
             raise connection_error(self.label) from None
         except openai.APIError:

@@ -165,6 +165,7 @@ def ensure_data_dir(data_dir: Path) -> None:
     """Create the data directory (owner-only) and its logs folder."""
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "logs").mkdir(exist_ok=True)
+    (data_dir / "static").mkdir(exist_ok=True)
     os.chmod(data_dir, 0o700)
 
 

@@ -113,7 +113,7 @@ async def client_gone(request) -> bool:
 
 
 async def test_it_retries_an_answer_that_stalls_after_its_first_chunk(anthropic, fake_providers, cancels):
-    fake_providers.script([Text("The answer"), Stall(10), Text(" never comes")], [Text(" is 42.")])
+    fake_providers.script([Text("The answer"), Stall(10), Text(" never comes")], [Text("The answer is 42.")])
     conversation_id = await new_conversation()
 
     turn = await ask(conversation_id, "What is the answer?", cancels)
@@ -121,11 +121,21 @@ async def test_it_retries_an_answer_that_stalls_after_its_first_chunk(anthropic,
     assert turn.status == "completed"
     stalled, retried = fake_providers.requests
     assert IDLE_LIMIT - 0.5 < retried.started - stalled.started < IDLE_LIMIT + 3
-    # The retry carries what was already shown, so the model continues from there.
-    assert sent(anthropic, retried.body).transcript[-1] == ("assistant", "The answer")
+    # The unfinished step is asked again from the start: its partial text is dropped
+    # (clients get the parts to show instead) rather than repeated before the new answer.
+    assert sent(anthropic, retried.body).transcript == [("user", "What is the answer?")]
     assert await assistant_text(turn.id) == "The answer is 42."
-    assert await deltas(conversation_id) == ["The answer", " is 42."]
-    assert await kinds(conversation_id) == ["turn.queued", "turn.started", "text.delta", "text.delta", "turn.completed"]
+    assert await deltas(conversation_id) == ["The answer", "The answer is 42."]
+    assert await kinds(conversation_id) == [
+        "turn.queued",
+        "turn.started",
+        "text.delta",
+        "message.replaced",
+        "text.delta",
+        "turn.completed",
+    ]
+    replaced = [e.data for e in await events(conversation_id) if e.kind == "message.replaced"]
+    assert replaced == [{"parts": []}]
     assert turn.attempts == 2
 
 
@@ -156,7 +166,7 @@ async def test_it_answers_with_the_attempt_that_succeeds_after_a_stall(anthropic
 
 
 async def test_it_retries_a_dropped_connection(provider, fake_providers, cancels):
-    fake_providers.script([Text("Half an"), Drop()], [Text(" answer, then the rest.")])
+    fake_providers.script([Text("Half an"), Drop()], [Text("A whole answer.")])
     conversation_id = await new_conversation()
 
     turn = await ask(conversation_id, "Go on.", cancels)
@@ -164,8 +174,8 @@ async def test_it_retries_a_dropped_connection(provider, fake_providers, cancels
     assert turn.status == "completed"
     dropped, retried = fake_providers.requests
     assert dropped.disconnected
-    assert sent(provider, retried.body).transcript[-1] == ("assistant", "Half an")
-    assert await assistant_text(turn.id) == "Half an answer, then the rest."
+    assert sent(provider, retried.body).transcript == [("user", "Go on.")]
+    assert await assistant_text(turn.id) == "A whole answer."
 
 
 async def test_it_fails_a_turn_whose_connection_drops_three_times_in_a_row(anthropic, fake_providers, cancels):
