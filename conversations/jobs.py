@@ -8,6 +8,9 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
+# The workers load the provider SDKs when they start, not in the first turn.
+import conversations.providers.anthropic_messages
+import conversations.providers.openai_chat  # noqa: F401
 from conversations import services, turns
 from conversations.engine.runner import run_turn
 from conversations.engine.runtime import engine_runtime

@@ -90,7 +90,10 @@ async def _run_claimed(claim: Claim, cancelled: asyncio.Event) -> None:
             outcome = Outcome(TurnStatus.FAILED, *prepared.model.problem)
         else:
             writer = TranscriptWriter(claim, prepared.assistant_message_id, prepared.parts)
-            outcome = await _attempt(claim, prepared, writer, cancelled)
+            try:
+                outcome = await _attempt(claim, prepared, writer, cancelled)
+            finally:
+                await writer.close()
             if outcome.status == "stalled":
                 if await db(turn_attempt_stalled)(
                     turn_id=claim.turn_id, lease_token=claim.lease_token, progressed=writer.progressed
@@ -161,9 +164,7 @@ async def _consume(
         while True:
             if next_event is None:
                 next_event = asyncio.ensure_future(anext(stream))
-            due = writer.text_due_in()
-            idle_left = idle_limit - (time.monotonic() - last_activity)
-            timeout = max(0.0, idle_left if due is None else min(due, idle_left))
+            timeout = max(0.0, idle_limit - (time.monotonic() - last_activity))
             waiting: set[asyncio.Future[Any]] = {next_event, cancel_wait}
             done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             if cancel_wait in done:
@@ -179,9 +180,7 @@ async def _consume(
                 last_activity = time.monotonic()
                 await _handle(event, writer, step, calls)
                 continue
-            if writer.text_due_in() == 0.0:
-                await writer.flush()
-            elif time.monotonic() - last_activity >= idle_limit:
+            if time.monotonic() - last_activity >= idle_limit:
                 await writer.flush()
                 return Outcome("stalled", "model_stalled", STALLED_MESSAGE)
     finally:

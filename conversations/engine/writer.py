@@ -7,9 +7,11 @@ Redis round trip; a crash loses at most the last window.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import Any
 
 from conversations.engine.batcher import StreamWrite, write_batcher
@@ -36,41 +38,84 @@ def _record_step(*, claim: Claim, steps: int) -> None:
 
 @dataclass
 class TranscriptWriter:
+    """Buffers text and writes it in the background, one write in flight per turn.
+
+    Reading the model's stream never waits for the database: text that arrives while a
+    write is in flight joins the next delta, so a slower database makes deltas larger,
+    not streams slower. The first text goes out at once; later text at most every
+    WINDOW_SECONDS or when WINDOW_CHARS have gathered.
+    """
+
     claim: Claim
     message_id: uuid.UUID
     parts: list[dict[str, Any]]
-    pending: str = ""
-    pending_step: int = 0
+    pending: list[tuple[int, str]] = field(default_factory=list)
     last_flush: float = 0.0
     sent_any: bool = False
     progressed: bool = False
+    _flusher: asyncio.Task[None] | None = None
+    _urgent: bool = False
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def text_due_in(self) -> float | None:
-        """Seconds until buffered text must go out, or None when nothing is buffered."""
-        if not self.pending:
-            return None
+    def _pending_chars(self) -> int:
+        return sum(len(text) for _, text in self.pending)
+
+    def _due_in(self) -> float:
+        if self._urgent or not self.sent_any or self._pending_chars() >= WINDOW_CHARS:
+            return 0.0
         return max(0.0, self.last_flush + WINDOW_SECONDS - time.monotonic())
 
     async def add_text(self, step: int, text: str) -> None:
-        if self.pending and step != self.pending_step:
-            await self.flush()
-        self.pending += text
-        self.pending_step = step
-        if not self.sent_any or len(self.pending) >= WINDOW_CHARS or self.text_due_in() == 0.0:
-            await self.flush()
+        """Buffer text of a step; a background write takes it out when due."""
+        self._raise_if_failed()
+        if self.pending and self.pending[-1][0] == step:
+            self.pending[-1] = (step, self.pending[-1][1] + text)
+        else:
+            self.pending.append((step, text))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_when_due())
+
+    async def _flush_when_due(self) -> None:
+        while self.pending:
+            delay = self._due_in()
+            if delay > 0:
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                self._wake.clear()
+            await self._write_pending()
+
+    def _raise_if_failed(self) -> None:
+        if self._flusher is not None and self._flusher.done() and not self._flusher.cancelled():
+            error = self._flusher.exception()
+            if error is not None:
+                self._flusher = None
+                raise error
 
     async def flush(self) -> None:
-        """Write and publish the buffered text, if any."""
+        """Write everything buffered now and wait until it is written and published."""
+        self._urgent = True
+        try:
+            if self._flusher is not None and not self._flusher.done():
+                self._wake.set()
+                await asyncio.wait({self._flusher})  # it writes what is pending, one write at a time
+            self._raise_if_failed()
+            self._flusher = None
+            await self._write_pending()
+        finally:
+            self._urgent = False
+
+    async def _write_pending(self) -> None:
         if not self.pending:
             return
-        text, step = self.pending, self.pending_step
-        self.pending = ""
-        last = self.parts[-1] if self.parts else None
-        if last is not None and last["type"] == "text" and last.get("step") == step:
-            last["text"] += text
-        else:
-            self.parts.append({"type": "text", "text": text, "step": step})
-        await self._write([("text.delta", self.claim.turn_id, {"text": text, "message_id": str(self.message_id)})])
+        pending, self.pending = self.pending, []
+        for step, text in pending:
+            last = self.parts[-1] if self.parts else None
+            if last is not None and last["type"] == "text" and last.get("step") == step:
+                last["text"] += text
+            else:
+                self.parts.append({"type": "text", "text": text, "step": step})
+        data = {"message_id": str(self.message_id)}
+        await self._write([("text.delta", self.claim.turn_id, {"text": text, **data}) for _, text in pending])
         self.sent_any = True
 
     async def record(self, events: list[NewEvent]) -> None:
@@ -81,9 +126,10 @@ class TranscriptWriter:
     async def _write(self, events: list[NewEvent]) -> None:
         self.last_flush = time.monotonic()
         claim = self.claim
-        frames = await write_batcher().write(
-            StreamWrite(claim.conversation_id, claim.turn_id, claim.lease_token, self.message_id, self.parts, events)
-        )
+        # A snapshot: the executor thread serializes it while this loop goes on.
+        parts = [dict(part) for part in self.parts]
+        write = StreamWrite(claim.conversation_id, claim.turn_id, claim.lease_token, self.message_id, parts, events)
+        frames = await write_batcher().write(write)
         if frames is None:
             raise LeaseLost
         if not self.progressed:
@@ -94,3 +140,10 @@ class TranscriptWriter:
     async def step_done(self, steps: int) -> None:
         await self.flush()
         await db(_record_step)(claim=self.claim, steps=steps)
+
+    async def close(self) -> None:
+        """Stop the background writer without writing (the attempt is over)."""
+        if self._flusher is not None and not self._flusher.done():
+            self._flusher.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await self._flusher

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from conversations.providers.anthropic_messages import AnthropicAdapter
 from conversations.providers.base import Adapter
-from conversations.providers.openai_chat import ChatCompletionsAdapter
 
 KEYED_PROVIDERS = ("anthropic", "openai")
 PROVIDER_LABELS = {"anthropic": "Anthropic", "openai": "OpenAI", "local": "the local model server"}
@@ -49,6 +47,11 @@ def default_configuration() -> Configuration:
 
 
 def adapter_for(provider: str) -> Adapter:
+    # The SDKs are imported here, not at the top: only workers talk to providers, and
+    # importing both SDKs costs the web process seconds of start-up and memory.
+    from conversations.providers.anthropic_messages import AnthropicAdapter
+    from conversations.providers.openai_chat import ChatCompletionsAdapter
+
     config = settings.CONFIG
     if provider == "anthropic":
         return AnthropicAdapter(config.anthropic_base_url)

@@ -72,6 +72,17 @@ def delta_text(received: list[Received]) -> str:
     return "".join(r.frame["data"]["text"] for r in deltas(received))
 
 
+def shown_text(events: list[dict[str, Any]]) -> str:
+    """Return the answer text a client shows after these events: deltas append, replacements reset."""
+    text = ""
+    for event in events:
+        if event["event"] == "text.delta":
+            text += event["data"]["text"]
+        elif event["event"] == "message.replaced":
+            text = "".join(part["text"] for part in event["data"]["parts"] if part["type"] == "text")
+    return text
+
+
 def sequences(received: list[Received]) -> list[int]:
     return [frame["sequence"] for frame in event_frames(received)]
 
