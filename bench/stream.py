@@ -43,6 +43,8 @@ class Client:
     conversation_id: str
     tokens: list[str]
     submitted: float = 0.0
+    submitted_wall: float = 0.0
+    first_delta_wall: float = 0.0
     deltas: list[tuple[float, str]] = field(default_factory=list)
     sequences: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -64,6 +66,7 @@ async def run_client(bench: BenchStack, client: Client, start_gate: asyncio.Even
     ) as socket:
         await start_gate.wait()
         client.submitted = time.monotonic()
+        client.submitted_wall = time.time()
         await socket.send(json.dumps({"type": "user_message", "request_id": str(uuid.uuid4()), "text": "go"}))
         deadline = client.submitted + timeout
         while time.monotonic() < deadline:
@@ -76,6 +79,8 @@ async def run_client(bench: BenchStack, client: Client, start_gate: asyncio.Even
                 continue
             client.sequences.append(frame["sequence"])
             if frame["event"] == "text.delta":
+                if not client.deltas:
+                    client.first_delta_wall = time.time()
                 client.deltas.append((now, frame["data"]["text"]))
             elif frame["event"] in ("turn.completed", "turn.failed", "turn.cancelled"):
                 if frame["event"] != "turn.completed":
@@ -130,8 +135,10 @@ async def scenario(bench: BenchStack, streams: int) -> dict[str, object]:
             client_span = client.deltas[-1][0] - client.deltas[0][0]
             if provider_span > 0:
                 ratios.append(client_span / provider_span)
+    stages = _stages(bench, clients)
     return {
         "streams": streams,
+        "first_delta_stages_ms_p50": stages,
         "first_delta_ms": {"p50": percentile(first_delta, 50), "p95": percentile(first_delta, 95)},
         "delta_latency_ms": {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99)},
         "stream_ratio": {"p50": percentile(ratios, 50), "max": max(ratios) if ratios else float("nan")},
@@ -141,6 +148,33 @@ async def scenario(bench: BenchStack, streams: int) -> dict[str, object]:
         "streams_with_duplicated_deltas": duplicated,
         "completed": sum(1 for c in clients if c.done),
     }
+
+
+def _stages(bench: BenchStack, clients: list[Client]) -> dict[str, float]:
+    """Where the time to first delta goes, from the rows' timestamps (PostgreSQL runs only)."""
+    if not bench.database:
+        return {}
+    import psycopg
+
+    by_conversation = {c.conversation_id: c for c in clients}
+    stages: dict[str, list[float]] = {"stored": [], "claimed": [], "delta_stored": [], "delivered": []}
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{bench.database}") as conn:
+        rows = conn.execute(
+            "SELECT t.conversation_id::text, extract(epoch from t.created_at), extract(epoch from t.started_at),"
+            " (SELECT extract(epoch from min(e.created_at)) FROM conversations_event e"
+            "  WHERE e.turn_id = t.id AND e.kind = 'text.delta')"
+            " FROM conversations_turn t WHERE t.conversation_id::text = ANY(%s)",
+            [list(by_conversation)],
+        ).fetchall()
+    for conversation_id, stored, claimed, delta in rows:
+        client = by_conversation[conversation_id]
+        if None in (stored, claimed, delta) or not client.first_delta_wall:
+            continue
+        stages["stored"].append((float(stored) - client.submitted_wall) * 1000)
+        stages["claimed"].append((float(claimed) - float(stored)) * 1000)
+        stages["delta_stored"].append((float(delta) - float(claimed)) * 1000)
+        stages["delivered"].append((client.first_delta_wall - float(delta)) * 1000)
+    return {name: round(percentile(values, 50), 1) for name, values in stages.items()}
 
 
 async def main_async(args: argparse.Namespace) -> list[dict[str, object]]:
@@ -172,6 +206,8 @@ def main() -> None:
     out.write_text(
         json.dumps({"database": args.database, "chunks": CHUNKS, "interval_s": INTERVAL, "results": results}, indent=2)
     )
+    for r in results:
+        print(f"{r['streams']:>7} streams, first delta by stage (p50 ms): {r['first_delta_stages_ms_p50']}")
     print(f"written {out}")
 
 

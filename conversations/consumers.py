@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -25,6 +26,17 @@ from flarebot.core.sockets import (
     owner_handshake_check,
 )
 
+T = TypeVar("T")
+
+
+def _db(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """Run a database function off the event loop, in parallel with other sockets' calls.
+
+    Channels' default runs every socket's database work on one thread per process; a
+    burst of messages from many sockets would then queue behind each other.
+    """
+    return database_sync_to_async(function, thread_sensitive=False)
+
 
 def _last_sequence_param(scope: dict[str, Any]) -> int:
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("last_sequence", ["0"])
@@ -32,23 +44,23 @@ def _last_sequence_param(scope: dict[str, Any]) -> int:
     return int(value) if value.isdigit() and len(value) <= 18 else 0
 
 
-@database_sync_to_async
+@_db
 def _events_after(conversation_id: uuid.UUID, after: int) -> list[EventFrame]:
     return eventlog.event_list_after(conversation_id=conversation_id, after=after)
 
 
-@database_sync_to_async
+@_db
 def _submit(conversation_id: uuid.UUID, request_id: str, text: str) -> uuid.UUID:
     turn, _ = turns.turn_submit(conversation_id=conversation_id, request_id=uuid.UUID(request_id), text=text)
     return turn.id
 
 
-@database_sync_to_async
+@_db
 def _cancel(conversation_id: uuid.UUID) -> None:
     turns.turn_cancel(conversation_id=conversation_id)
 
 
-@database_sync_to_async
+@_db
 def _conversation_is_active(conversation_id: uuid.UUID) -> bool:
     return selectors.conversation_get_active(conversation_id=conversation_id) is not None
 
@@ -57,7 +69,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     groups: list[str] = []
 
     async def connect(self) -> None:
-        handshake = await database_sync_to_async(owner_handshake_check)(self.scope)
+        handshake = await _db(owner_handshake_check)(self.scope)
         if handshake.refusal is not None:
             await self.close(code=handshake.refusal)
             return

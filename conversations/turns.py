@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -187,13 +187,19 @@ class Claim:
     lease_token: str
     attempt: int
     steps: int
+    # turn.started, for the caller to publish once the claim is committed.
+    frames: list[EventFrame] = field(default_factory=list)
 
 
-def turn_claim(*, turn_id: uuid.UUID) -> Claim | None:
-    """Take the lease of a runnable turn; None when it is finished, owned or must wait."""
+def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Claim | None:
+    """Take the lease of a runnable turn; None when it is finished, owned or must wait.
+
+    Called inside a transaction (the engine claims and prepares in one); the frames of
+    turn.started come back in the Claim for the caller to publish after commit.
+    """
     now = timezone.now()
     frames: list[EventFrame] = []
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         turn = Turn.objects.select_for_update().filter(id=turn_id).select_related("conversation").first()
         if turn is None or turn.status in TERMINAL_TURN_STATUSES:
             return None
@@ -225,13 +231,14 @@ def turn_claim(*, turn_id: uuid.UUID) -> Claim | None:
             attempts=F("attempts") + 1,
             attempts_without_progress=without_progress,
             started_at=turn.started_at or now,
+            provider=provider,
+            model=model,
         )
         attempt = turn.attempts + 1
         frames = events_append(
             conversation_id=turn.conversation_id, events=[("turn.started", turn.id, {"attempt": attempt})]
         )
-        _after_commit(turn.conversation_id, frames)
-        return Claim(turn.id, turn.conversation_id, turn.ordinal, token, attempt, turn.steps)
+        return Claim(turn.id, turn.conversation_id, turn.ordinal, token, attempt, turn.steps, frames)
 
 
 def turn_cancel_requested(*, turn_id: uuid.UUID) -> bool:

@@ -13,7 +13,7 @@ from conversations.instructions import instructions_effective
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import Message, MessageRole, Turn
 from conversations.providers.base import INTERRUPTED_OUTPUT
-from conversations.turns import Claim
+from conversations.turns import Claim, turn_claim
 
 
 @dataclass
@@ -28,31 +28,45 @@ class Prepared:
     frames: list[EventFrame]  # to publish: what resuming changed in the earlier parts
 
 
-def attempt_prepare(claim: Claim) -> Prepared:
-    """Snapshot settings, instructions and transcript for one attempt of a claimed turn."""
+def attempt_start(turn_id: uuid.UUID) -> tuple[Claim, Prepared] | None:
+    """Claim a turn and prepare its first attempt in one transaction (the hot path)."""
     model = turn_model_snapshot()
     system = instructions_effective()
     with transaction.atomic():
-        turn = Turn.objects.get(id=claim.turn_id)
-        Turn.objects.filter(id=turn.id).update(provider=model.provider, model=model.model)
-        transcript = [
-            {"role": role, "parts": parts}
-            for role, parts in Message.objects.filter(
-                conversation_id=claim.conversation_id, ordinal__lte=2 * claim.ordinal
-            )
-            .order_by("ordinal")
-            .values_list("role", "parts")
-        ]
-        assistant, _ = Message.objects.get_or_create(
-            turn=turn,
-            role=MessageRole.ASSISTANT,
-            defaults={"conversation_id": claim.conversation_id, "ordinal": 2 * claim.ordinal + 1, "parts": []},
-        )
-        parts, events = _resume_parts(list(assistant.parts), turn_id=turn.id, steps=turn.steps)
-        frames: list[EventFrame] = []
-        if events:
-            Message.objects.filter(id=assistant.id).update(parts=parts)
-            frames = events_append(conversation_id=claim.conversation_id, events=events)
+        claim = turn_claim(turn_id=turn_id, provider=model.provider, model=model.model)
+        if claim is None:
+            return None
+        return claim, _prepare(claim, model=model, system=system, first_attempt=claim.attempt == 1)
+
+
+def attempt_prepare(claim: Claim) -> Prepared:
+    """Snapshot settings, instructions and transcript for another attempt of a claimed turn."""
+    model = turn_model_snapshot()
+    system = instructions_effective()
+    with transaction.atomic():
+        Turn.objects.filter(id=claim.turn_id).update(provider=model.provider, model=model.model)
+        return _prepare(claim, model=model, system=system, first_attempt=False)
+
+
+def _prepare(claim: Claim, *, model: TurnModel, system: str, first_attempt: bool) -> Prepared:
+    """Read the transcript and this turn's answer so far, inside the caller's transaction."""
+    turn = Turn.objects.only("id", "steps", "cancel_requested").get(id=claim.turn_id)
+    transcript = [
+        {"role": role, "parts": parts}
+        for role, parts in Message.objects.filter(conversation_id=claim.conversation_id, ordinal__lte=2 * claim.ordinal)
+        .order_by("ordinal")
+        .values_list("role", "parts")
+    ]
+    fields = {"conversation_id": claim.conversation_id, "ordinal": 2 * claim.ordinal + 1, "parts": []}
+    if first_attempt:
+        assistant = Message.objects.create(turn=turn, role=MessageRole.ASSISTANT, **fields)
+    else:
+        assistant, _ = Message.objects.get_or_create(turn=turn, role=MessageRole.ASSISTANT, defaults=fields)
+    parts, events = _resume_parts(list(assistant.parts), turn_id=turn.id, steps=turn.steps)
+    frames: list[EventFrame] = []
+    if events:
+        Message.objects.filter(id=assistant.id).update(parts=parts)
+        frames = events_append(conversation_id=claim.conversation_id, events=events)
     return Prepared(
         model=model,
         system=system,

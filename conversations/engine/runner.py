@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from conversations.engine.cancel_bus import CancelListener
-from conversations.engine.preparation import Prepared, attempt_prepare
+from conversations.engine.preparation import Prepared, attempt_prepare, attempt_start
 from conversations.engine.runtime import db
 from conversations.engine.tool_calls import run_tool_calls
 from conversations.engine.writer import LeaseLost, TranscriptWriter
@@ -33,7 +33,6 @@ from conversations.turns import (
     Claim,
     turn_attempt_stalled,
     turn_cancel_requested,
-    turn_claim,
     turn_finish,
     turn_lease_renew,
 )
@@ -57,13 +56,15 @@ STALLED_MESSAGE = "The model stopped responding. Try again in a moment."
 
 async def run_turn(turn_id: uuid.UUID, *, cancels: CancelListener) -> None:
     """Claim a turn and run it to the end, unless another attempt owns it or it must wait."""
-    claim = await db(turn_claim)(turn_id=turn_id)
-    if claim is None:
+    started = await db(attempt_start)(turn_id)
+    if started is None:
         return
+    claim, prepared = started
+    await events_publish(conversation_id=claim.conversation_id, frames=claim.frames)
     cancelled = await cancels.watch(turn_id)
     heartbeat = asyncio.get_running_loop().create_task(_heartbeat(claim))
     try:
-        await _run_claimed(claim, cancelled)
+        await _run_claimed(claim, cancelled, prepared)
     except LeaseLost:
         logger.info("turn %s: lease lost, another attempt owns it", turn_id)
     finally:
@@ -78,9 +79,11 @@ async def _heartbeat(claim: Claim) -> None:
             return
 
 
-async def _run_claimed(claim: Claim, cancelled: asyncio.Event) -> None:
+async def _run_claimed(claim: Claim, cancelled: asyncio.Event, first: Prepared) -> None:
+    prepared: Prepared | None = first
     while True:
-        prepared = await db(attempt_prepare)(claim)
+        if prepared is None:
+            prepared = await db(attempt_prepare)(claim)
         await events_publish(conversation_id=claim.conversation_id, frames=prepared.frames)
         if prepared.cancel_requested:
             cancelled.set()
@@ -99,6 +102,7 @@ async def _run_claimed(claim: Claim, cancelled: asyncio.Event) -> None:
                     turn_id=claim.turn_id, lease_token=claim.lease_token, progressed=writer.progressed
                 ):
                     logger.info("turn %s: attempt stalled (%s); trying again", claim.turn_id, outcome.code)
+                    prepared = None
                     continue
                 outcome = Outcome(
                     TurnStatus.FAILED, outcome.code or "model_stalled", outcome.message or STALLED_MESSAGE

@@ -25,6 +25,7 @@ WORKER_QUEUES = "turns,tools,default"
 PR_SET_PDEATHSIG = 1
 
 
+_prctl: Callable[..., int] | None
 try:
     # Resolved here, in the parent: the child between fork and exec only makes the call.
     _prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl

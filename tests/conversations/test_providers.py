@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import traceback
+from collections.abc import Callable
 
 import pytest
 
@@ -92,7 +93,7 @@ def local(server: FakeProviders) -> ChatCompletionsAdapter:
     )
 
 
-ADAPTERS = {
+ADAPTERS: dict[str, tuple[Callable[[FakeProviders], Adapter], str, str | None]] = {
     "anthropic": (anthropic, "claude-sonnet-5-5", ANTHROPIC_KEY),
     "openai": (openai, "gpt-6.2-sol", OPENAI_KEY),
     "local": (local, "llama3", None),
