@@ -57,7 +57,7 @@ class BenchStack:
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
-def start(*, database: str = "postgres", worker_threads: int = 128) -> BenchStack:
+def start(*, database: str = "postgres", worker_threads: int = 128, worker_processes: int = 1) -> BenchStack:
     run_id = secrets.token_hex(4)
     data_dir = Path(tempfile.mkdtemp(prefix=f"flarebot-bench-{run_id}-"))
     providers = FakeProviders().start()
@@ -94,7 +94,11 @@ def start(*, database: str = "postgres", worker_threads: int = 128) -> BenchStac
         stdout=subprocess.DEVNULL,
     )
     specs = process_specs(
-        bind="127.0.0.1", port=port, worker_name=f"bench-{run_id}@localhost", worker_threads=worker_threads
+        bind="127.0.0.1",
+        port=port,
+        worker_name=f"bench-{run_id}@localhost",
+        worker_threads=worker_threads,
+        worker_processes=worker_processes,
     )
     stack = Stack(specs=specs, env=env, log_dir=data_dir / "logs", cwd=ROOT)
     stack.start()

@@ -178,7 +178,7 @@ def _stages(bench: BenchStack, clients: list[Client]) -> dict[str, float]:
 
 
 async def main_async(args: argparse.Namespace) -> list[dict[str, object]]:
-    bench = start(database=args.database)
+    bench = start(database=args.database, worker_processes=args.workers)
     try:
         await scenario(bench, 1)  # warm-up: SDK clients, connections, caches
         return [await scenario(bench, n) for n in args.streams]
@@ -190,6 +190,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, nargs="*", default=[1, 20, 100])
     parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (FLAREBOT_WORKER_PROCESSES)")
     args = parser.parse_args()
     results = asyncio.run(main_async(args))
     print(f"{'streams':>7} {'first p50':>10} {'first p95':>10} {'lat p50':>8} {'lat p99':>8} "
@@ -203,9 +204,8 @@ def main() -> None:
         )
     out = Path(__file__).resolve().parent / "results" / "stream.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(
-        json.dumps({"database": args.database, "chunks": CHUNKS, "interval_s": INTERVAL, "results": results}, indent=2)
-    )
+    summary = {"database": args.database, "workers": args.workers, "chunks": CHUNKS, "interval_s": INTERVAL}
+    out.write_text(json.dumps({**summary, "results": results}, indent=2))
     for r in results:
         print(f"{r['streams']:>7} streams, first delta by stage (p50 ms): {r['first_delta_stages_ms_p50']}")
     print(f"written {out}")

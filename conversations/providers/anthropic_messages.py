@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
-import httpx2
 
 from conversations.providers.base import (
     ModelRequest,
@@ -19,13 +18,7 @@ from conversations.providers.base import (
     tool_output,
 )
 from conversations.providers.clients import anthropic_client
-from conversations.providers.errors import (
-    ProviderError,
-    connection_error,
-    malformed_stream,
-    provider_error_from_status,
-    status_of,
-)
+from conversations.providers.errors import ProviderError, sdk_errors, status_of
 from flarebot.core.crypto import Secret
 
 LABEL = "Anthropic"
@@ -95,12 +88,8 @@ class AnthropicAdapter:
             ]
             if not request.may_call_tools:
                 kwargs["tool_choice"] = {"type": "none"}
-        try:
+        with sdk_errors(anthropic, LABEL):
             stream = await client.messages.create(**kwargs)
-        except anthropic.APIStatusError as error:
-            raise provider_error_from_status(LABEL, status_of(error)) from None
-        except (anthropic.APIConnectionError, httpx2.HTTPError):
-            raise connection_error(LABEL) from None
         try:
             async for event in self._events(stream):
                 yield event
@@ -110,7 +99,7 @@ class AnthropicAdapter:
     async def _events(self, stream: Any) -> AsyncIterator[StreamEvent]:
         tool_blocks: dict[int, dict[str, str]] = {}
         stop_reason, input_tokens, output_tokens = "end_turn", 0, 0
-        try:
+        with sdk_errors(anthropic, LABEL, status_of_error=_stream_status):
             async for event in stream:
                 kind = event.type
                 if kind == "message_start":
@@ -130,18 +119,14 @@ class AnthropicAdapter:
                 elif kind == "message_delta":
                     stop_reason = event.delta.stop_reason or stop_reason
                     output_tokens = event.usage.output_tokens or output_tokens
-        except anthropic.APIStatusError as error:
-            body = getattr(error, "body", None)
-            error_type = body.get("error", {}).get("type") if isinstance(body, dict) else None
-            status = _STREAM_ERROR_STATUS.get(error_type or "") or status_of(error)
-            raise provider_error_from_status(LABEL, status) from None
-        except (anthropic.APIConnectionError, httpx2.HTTPError):
-            raise connection_error(LABEL) from None
-        except anthropic.APIError:
-            raise provider_error_from_status(LABEL, None) from None
-        except (ValueError, KeyError, AttributeError, anthropic.APIResponseValidationError):
-            raise malformed_stream(LABEL) from None
         yield StepFinished(stop_reason, input_tokens, output_tokens)
+
+
+def _stream_status(error: Any) -> int | None:
+    """Anthropic reports errors inside a stream (HTTP 200) by type: map the type to its status."""
+    body = getattr(error, "body", None)
+    error_type = body.get("error", {}).get("type") if isinstance(body, dict) else None
+    return _STREAM_ERROR_STATUS.get(error_type or "") or status_of(error)
 
 
 def _tool_input(raw: str) -> dict[str, Any]:

@@ -6,7 +6,12 @@ key. Only the error class and status code choose the message.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
+
+import httpx2
 
 
 class ProviderError(Exception):
@@ -62,3 +67,20 @@ def malformed_stream(provider_label: str) -> ProviderError:
 def status_of(error: Any) -> int | None:
     status = getattr(error, "status_code", None)
     return status if isinstance(status, int) else None
+
+
+@contextmanager
+def sdk_errors(
+    sdk: ModuleType, label: str, *, keyed: bool = True, status_of_error: Callable[[Any], int | None] = status_of
+) -> Iterator[None]:
+    """Turn an official SDK's exceptions (`anthropic` or `openai`) into safe ProviderErrors."""
+    try:
+        yield
+    except sdk.APIStatusError as error:
+        raise provider_error_from_status(label, status_of_error(error), keyed=keyed) from None
+    except (sdk.APIConnectionError, httpx2.HTTPError):
+        raise connection_error(label) from None
+    except sdk.APIError:
+        raise provider_error_from_status(label, None, keyed=keyed) from None
+    except (ValueError, KeyError, AttributeError):
+        raise malformed_stream(label) from None

@@ -10,7 +10,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx2
 import openai
 
 from conversations.providers.base import (
@@ -23,13 +22,7 @@ from conversations.providers.base import (
     tool_output,
 )
 from conversations.providers.clients import openai_client
-from conversations.providers.errors import (
-    ProviderError,
-    connection_error,
-    malformed_stream,
-    provider_error_from_status,
-    status_of,
-)
+from conversations.providers.errors import ProviderError, sdk_errors
 from flarebot.core.crypto import Secret
 
 
@@ -88,12 +81,8 @@ class ChatCompletionsAdapter:
             ]
             if not request.may_call_tools:
                 kwargs["tool_choice"] = "none"
-        try:
+        with sdk_errors(openai, self.label, keyed=self.needs_key):
             stream = await client.chat.completions.create(**kwargs)
-        except openai.APIStatusError as error:
-            raise provider_error_from_status(self.label, status_of(error), keyed=self.needs_key) from None
-        except (openai.APIConnectionError, httpx2.HTTPError):
-            raise connection_error(self.label) from None
         try:
             async for event in self._events(stream):
                 yield event
@@ -103,7 +92,7 @@ class ChatCompletionsAdapter:
     async def _events(self, stream: Any) -> AsyncIterator[StreamEvent]:
         calls: dict[int, dict[str, str]] = {}
         stop_reason, input_tokens, output_tokens = "stop", 0, 0
-        try:
+        with sdk_errors(openai, self.label, keyed=self.needs_key):
             async for chunk in stream:
                 if chunk.usage is not None:
                     input_tokens = chunk.usage.prompt_tokens or 0
@@ -125,14 +114,6 @@ class ChatCompletionsAdapter:
                 if not entry["id"] or not entry["name"]:
                     raise ValueError("tool call without id or name")
                 yield ToolCall(entry["id"], entry["name"], _arguments(entry["arguments"]))
-        except openai.APIStatusError as error:
-            raise provider_error_from_status(self.label, status_of(error), keyed=self.needs_key) from None
-        except (openai.APIConnectionError, httpx2.HTTPError):
-            raise connection_error(self.label) from None
-        except openai.APIError:
-            raise provider_error_from_status(self.label, None) from None
-        except (ValueError, KeyError, AttributeError, openai.APIResponseValidationError):
-            raise malformed_stream(self.label) from None
         yield StepFinished(stop_reason, input_tokens, output_tokens)
 
 

@@ -106,6 +106,7 @@ class FlarebotConfig:
     local_models: tuple[str, ...]
     stream_idle_timeout: float
     worker_concurrency: int
+    worker_processes: int
 
     @property
     def production(self) -> bool:
@@ -147,6 +148,7 @@ def load_config() -> FlarebotConfig:
         local_models=_local_models(),
         stream_idle_timeout=float(env_int("FLAREBOT_STREAM_IDLE_TIMEOUT", 60, minimum=1, maximum=600)),
         worker_concurrency=env_int("FLAREBOT_WORKER_CONCURRENCY", 128, minimum=1, maximum=1024),
+        worker_processes=env_int("FLAREBOT_WORKER_PROCESSES", 1, minimum=1, maximum=64),
     )
 
 

@@ -49,21 +49,32 @@ class ProcessSpec:
     argv: list[str]
 
 
-def process_specs(*, bind: str, port: int, worker_name: str, worker_threads: int) -> list[ProcessSpec]:
-    """Return the command lines of web, worker and beat."""
+def process_specs(
+    *, bind: str, port: int, worker_name: str, worker_threads: int, worker_processes: int = 1
+) -> list[ProcessSpec]:
+    """Return the command lines of web, the worker(s) and beat.
+
+    Extra worker processes (`worker-2`, ...) share the queues; each runs its own event
+    loop, so streaming work spreads over the machine's cores.
+    """
     python = sys.executable
-    return [
-        ProcessSpec("web", [python, "-m", "daphne", "-b", bind, "-p", str(port), "flarebot.asgi:application"]),
+    workers = [
         ProcessSpec(
-            "worker",
+            "worker" if n == 1 else f"worker-{n}",
             [
                 python, "-m", "celery", "-A", "flarebot", "worker",
                 "-Q", WORKER_QUEUES, "-P", "threads", "-c", str(worker_threads),
-                "-n", worker_name, "--without-gossip", "--without-mingle", "-l", "INFO",
+                "-n", worker_name if n == 1 else f"{n}-{worker_name}",
+                "--without-gossip", "--without-mingle", "-l", "INFO",
             ],
-        ),
-        ProcessSpec("beat", [python, "-m", "celery", "-A", "flarebot", "beat", "-l", "INFO", "--pidfile="]),
+        )
+        for n in range(1, worker_processes + 1)
     ]  # fmt: skip
+    return [
+        ProcessSpec("web", [python, "-m", "daphne", "-b", bind, "-p", str(port), "flarebot.asgi:application"]),
+        *workers,
+        ProcessSpec("beat", [python, "-m", "celery", "-A", "flarebot", "beat", "-l", "INFO", "--pidfile="]),
+    ]
 
 
 @dataclass

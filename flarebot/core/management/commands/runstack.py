@@ -25,7 +25,11 @@ class Command(BaseCommand):
         config = settings.CONFIG
         worker_name = f"worker-{os.getpid()}@{socket.gethostname()}"
         specs = process_specs(
-            bind=config.bind, port=config.port, worker_name=worker_name, worker_threads=config.worker_concurrency
+            bind=config.bind,
+            port=config.port,
+            worker_name=worker_name,
+            worker_threads=config.worker_concurrency,
+            worker_processes=config.worker_processes,
         )
         if not redis_is_reachable(config.redis_url):
             argv = private_redis_argv(config.redis_url, config.data_dir)
