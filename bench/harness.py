@@ -23,8 +23,8 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.provider_process import ProviderProcess  # noqa: E402
 from flarebot.core.stack import Stack, process_specs  # noqa: E402
-from tests.support.fake_providers import FakeProviders  # noqa: E402
 from tests.support.resources import claim_redis_db, free_port, release_redis_db  # noqa: E402
 
 PASSWORD = "bench-owner-passphrase-" + secrets.token_hex(4)
@@ -34,7 +34,7 @@ KEY = "sk-ant-bench-" + secrets.token_hex(16)
 @dataclass
 class BenchStack:
     stack: Stack
-    providers: FakeProviders
+    providers: ProviderProcess
     base_url: str
     origin: str
     cookie: str
@@ -60,7 +60,7 @@ class BenchStack:
 def start(*, database: str = "postgres", worker_threads: int = 128, worker_processes: int = 1) -> BenchStack:
     run_id = secrets.token_hex(4)
     data_dir = Path(tempfile.mkdtemp(prefix=f"flarebot-bench-{run_id}-"))
-    providers = FakeProviders().start()
+    providers = ProviderProcess(free_port())
     port = free_port()
     redis_url = claim_redis_db("redis://127.0.0.1:6379", run_id)
     env = {

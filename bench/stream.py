@@ -95,9 +95,7 @@ async def scenario(bench: BenchStack, streams: int) -> dict[str, object]:
         ids = [http.post("/api/conversations/", json={"name": f"bench {i}"}).json()["id"] for i in range(streams)]
     clients = [Client(i, ids[i], [f"s{i}t{j:03d} " for j in range(CHUNKS)]) for i in range(streams)]
     emitted: dict[str, float] = {}
-    bench.providers.on_emit = lambda text, at: emitted.__setitem__(text, at)
     # Answers are handed out in request order; tokens are unique, so any stream may get any.
-    bench.providers.reset()
     answers: list[list[Step]] = [[Text(token, delay=INTERVAL) for token in c.tokens] for c in clients]
     bench.providers.script(*answers)
     gate = asyncio.Event()
@@ -105,6 +103,7 @@ async def scenario(bench: BenchStack, streams: int) -> dict[str, object]:
     await asyncio.sleep(1.0)  # every socket connected and replayed
     gate.set()
     results = await asyncio.gather(*tasks, return_exceptions=True)
+    emitted.update(bench.providers.emitted())
     first_delta, latencies, ratios = [], [], []
     errors, dropped, duplicated = 0, 0, 0
     for client, result in zip(clients, results, strict=True):
