@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 
-from conversations.engine.cancel_bus import CancelListener
 from conversations.instructions import DEFAULT_INSTRUCTIONS, instructions_reset, instructions_set
 from conversations.model_settings import model_configuration_set, provider_key_set
 from conversations.models import Event, Message, Turn
@@ -20,12 +18,10 @@ from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
 from tests.support.engine import (
     ANTHROPIC_KEY,
     OPENAI_KEY,
-    PROVIDERS,
     Provider,
     ask,
     assistant_parts,
     assistant_text,
-    engine_cleanup,
     events,
     kinds,
     new_conversation,
@@ -40,21 +36,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 CUSTOM_INSTRUCTIONS = "You are terse.\n\tAnswer in Portuguese — sempre, mesmo quando perguntado em inglês.  "
 
 
-@pytest.fixture(params=PROVIDERS)
-def provider(request, owner, settings, fake_providers) -> Provider:
-    return provider_use(request.param, settings=settings, fake_providers=fake_providers)
-
-
 @pytest.fixture(params=["anthropic", "openai"])
 def keyed_provider(request, owner, settings, fake_providers) -> Provider:
     return provider_use(request.param, settings=settings, fake_providers=fake_providers)
-
-
-@pytest.fixture
-async def cancels() -> AsyncIterator[CancelListener]:
-    listener = CancelListener()
-    yield listener
-    await engine_cleanup(listener)
 
 
 def deltas(rows: list[Event]) -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -17,21 +16,16 @@ import redis
 from django.conf import settings as django_settings
 from django.utils import timezone
 
-from conversations.engine.cancel_bus import CancelListener
 from conversations.models import Message, Turn
 from conversations.turns import turn_cancel, turn_claim, turn_submit, turns_reconcile
 from tests.support.engine import (
-    PROVIDERS,
-    Provider,
     ask,
     assistant_text,
-    engine_cleanup,
     events,
     eventually,
     kinds,
     new_conversation,
     orm,
-    provider_use,
     run,
     sent,
     submit,
@@ -44,23 +38,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 STALLED = {"code": "model_stalled", "message": "The model stopped responding. Try again in a moment."}
 IDLE_LIMIT = 3.0
-
-
-@pytest.fixture(params=PROVIDERS)
-def provider(request, owner, settings, fake_providers) -> Provider:
-    return provider_use(request.param, settings=settings, fake_providers=fake_providers)
-
-
-@pytest.fixture
-def anthropic(owner, settings, fake_providers) -> Provider:
-    return provider_use("anthropic", settings=settings, fake_providers=fake_providers)
-
-
-@pytest.fixture
-async def cancels() -> AsyncIterator[CancelListener]:
-    listener = CancelListener()
-    yield listener
-    await engine_cleanup(listener)
 
 
 async def deltas(conversation_id: uuid.UUID) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -19,22 +19,18 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.engine.cancel_bus import CancelListener
 from conversations.eventlog import events_append
 from conversations.models import Message, MessageRole, Turn
 from conversations.turns import turn_cancel, turn_claim
 from tests.support.engine import (
-    PROVIDERS,
     Provider,
     ask,
     assistant_parts,
-    engine_cleanup,
     events,
     eventually,
     has_event,
     new_conversation,
     orm,
-    provider_use,
     run,
     sent,
     submit,
@@ -117,23 +113,6 @@ def bench() -> Iterator[ToolBench]:
     yield bench
     for tool in tools:
         tool_unregister(tool.name)
-
-
-@pytest.fixture(params=PROVIDERS)
-def provider(request, owner, settings, fake_providers) -> Provider:
-    return provider_use(request.param, settings=settings, fake_providers=fake_providers)
-
-
-@pytest.fixture
-def anthropic(owner, settings, fake_providers) -> Provider:
-    return provider_use("anthropic", settings=settings, fake_providers=fake_providers)
-
-
-@pytest.fixture
-async def cancels() -> AsyncIterator[CancelListener]:
-    listener = CancelListener()
-    yield listener
-    await engine_cleanup(listener)
 
 
 def contract(part: dict[str, Any]) -> dict[str, Any]:
