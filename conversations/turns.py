@@ -70,9 +70,11 @@ def enqueue_turn(turn_id: uuid.UUID) -> None:
 
 def _after_commit(conversation_id: uuid.UUID, frames: list[EventFrame], *, run: uuid.UUID | None = None) -> None:
     def publish() -> None:
-        events_publish_sync(conversation_id=conversation_id, frames=frames)
+        # The worker first: publishing hops to the web process's event loop, which a
+        # burst of messages keeps busy, and the turn need not wait for that.
         if run is not None:
             enqueue_turn(run)
+        events_publish_sync(conversation_id=conversation_id, frames=frames)
 
     transaction.on_commit(publish)
 
