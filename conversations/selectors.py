@@ -7,7 +7,7 @@ import uuid
 from django.db import transaction
 from django.db.models import QuerySet
 
-from conversations.models import Conversation, ConversationState, Message
+from conversations.models import Conversation, ConversationState, Message, MessageRole
 
 
 def conversation_list() -> QuerySet[Conversation]:
@@ -36,4 +36,7 @@ def transcript_snapshot(*, conversation_id: uuid.UUID) -> tuple[list[Message], i
         if conversation is None:
             return None
         messages = list(Message.objects.filter(conversation_id=conversation_id).order_by("ordinal"))
-        return messages, conversation.last_sequence
+        # An answer with nothing in it yet (a turn that failed or is about to speak) is not
+        # shown; its text, when it comes, arrives as events naming the message.
+        shown = [m for m in messages if m.role != MessageRole.ASSISTANT or m.parts]
+        return shown, conversation.last_sequence

@@ -15,7 +15,7 @@ from asgiref.sync import async_to_sync
 from conversations.engine.cancel_bus import CancelListener
 from conversations.models import Conversation, Event, Message, Turn
 from tests.support.engine import append_events_by_hand, engine_cleanup, provider_use, run
-from tests.support.fake_providers import Text
+from tests.support.fake_providers import HttpError, Text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -211,3 +211,16 @@ def test_it_answers_404_for_an_unknown_or_deleted_conversation(owner_client, con
         assert_error(owner_client.get(events_url(conversation_id, 0)), 404)
         assert_error(post(owner_client, cancel_url(conversation_id), {}), 404)
     assert stored() == (0, 0, 0)
+
+
+def test_it_lists_no_empty_answer_for_a_turn_that_failed_before_any_text(owner_client, conversation, fake_providers):
+    provider_use("anthropic", settings=None, fake_providers=fake_providers)
+    fake_providers.script([HttpError(401, {"type": "error", "error": {"type": "authentication_error"}})])
+    turn_id = send(owner_client, conversation.id, "Hello?").json()["turn_id"]
+
+    run_turn_to_the_end(turn_id)
+
+    assert Turn.objects.get(id=turn_id).status == "failed"
+    body = owner_client.get(messages_url(conversation.id)).json()
+    assert [(m["role"], m["parts"]) for m in body["messages"]] == [("user", [{"type": "text", "text": "Hello?"}])]
+    assert body["last_sequence"] == Event.objects.filter(conversation=conversation).count()
