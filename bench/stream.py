@@ -5,7 +5,8 @@
     .venv/bin/python bench/stream.py --database sqlite
 
 For each scenario every client opens the conversation socket, sends `user_message` at
-the same moment, and records each `text.delta`. The provider emits 100 chunks, 20 ms
+the same moment, and records each `text.delta`; scenarios of fewer than 20 streams are
+repeated until 20 turns were measured. The provider emits 100 chunks, 20 ms
 apart, each a unique token, and notes when it wrote each one. Printed and written to
 bench/results/stream.json:
 - first delta: time from submit to the first text.delta, p50/p95;
@@ -90,11 +91,14 @@ async def run_client(bench: BenchStack, client: Client, start_gate: asyncio.Even
         client.errors.append("timeout")
 
 
-async def scenario(bench: BenchStack, streams: int) -> dict[str, object]:
+async def one_round(
+    bench: BenchStack, streams: int, round_number: int
+) -> tuple[list[Client], list[object], dict[str, float]]:
+    """Run `streams` conversations at once; return the clients, their outcomes, the emit times."""
     with bench.client() as http:
         ids = [http.post("/api/conversations/", json={"name": f"bench {i}"}).json()["id"] for i in range(streams)]
-    clients = [Client(i, ids[i], [f"s{i}t{j:03d} " for j in range(CHUNKS)]) for i in range(streams)]
-    emitted: dict[str, float] = {}
+    tokens = [[f"r{round_number}s{i}t{j:03d} " for j in range(CHUNKS)] for i in range(streams)]
+    clients = [Client(i, ids[i], tokens[i]) for i in range(streams)]
     # Answers are handed out in request order; tokens are unique, so any stream may get any.
     answers: list[list[Step]] = [[Text(token, delay=INTERVAL) for token in c.tokens] for c in clients]
     bench.providers.script(*answers)
@@ -103,7 +107,18 @@ async def scenario(bench: BenchStack, streams: int) -> dict[str, object]:
     await asyncio.sleep(1.0)  # every socket connected and replayed
     gate.set()
     results = await asyncio.gather(*tasks, return_exceptions=True)
-    emitted.update(bench.providers.emitted())
+    return clients, list(results), bench.providers.emitted()
+
+
+async def scenario(bench: BenchStack, streams: int, rounds: int) -> dict[str, object]:
+    clients: list[Client] = []
+    results: list[object] = []
+    emitted: dict[str, float] = {}
+    for round_number in range(rounds):
+        round_clients, round_results, round_emitted = await one_round(bench, streams, round_number)
+        clients += round_clients
+        results += round_results
+        emitted.update(round_emitted)
     first_delta, latencies, ratios = [], [], []
     errors, dropped, duplicated = 0, 0, 0
     for client, result in zip(clients, results, strict=True):
@@ -137,6 +152,7 @@ async def scenario(bench: BenchStack, streams: int) -> dict[str, object]:
     stages = _stages(bench, clients)
     return {
         "streams": streams,
+        "rounds": rounds,
         "first_delta_stages_ms_p50": stages,
         "first_delta_ms": {"p50": percentile(first_delta, 50), "p95": percentile(first_delta, 95)},
         "delta_latency_ms": {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99)},
@@ -179,8 +195,9 @@ def _stages(bench: BenchStack, clients: list[Client]) -> dict[str, float]:
 async def main_async(args: argparse.Namespace) -> list[dict[str, object]]:
     bench = start(database=args.database, worker_processes=args.workers)
     try:
-        await scenario(bench, 1)  # warm-up: SDK clients, connections, caches
-        return [await scenario(bench, n) for n in args.streams]
+        await scenario(bench, 1, rounds=2)  # warm-up: SDK clients, connections, caches
+        # Small scenarios are repeated so their percentiles rest on enough turns.
+        return [await scenario(bench, n, rounds=max(1, 20 // n)) for n in args.streams]
     finally:
         bench.stop()
 
