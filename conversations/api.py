@@ -12,7 +12,8 @@ from rest_framework.views import APIView
 
 from conversations import selectors, services
 from conversations.models import Conversation
-from flarebot.core.api import StrictSerializer, StringField, iso, parse_uuid
+from flarebot.core.api import StrictSerializer, StringField, parse_uuid
+from flarebot.core.times import iso
 
 
 class ConversationCreateInput(StrictSerializer):

@@ -18,7 +18,7 @@ from typing import Any
 from django.db import DatabaseError, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from conversations.engine.runtime import db
+from conversations.engine.database import db
 from conversations.eventlog import EventFrame, NewEvent, event_frame, sequences_allocate
 from conversations.models import Conversation, Event, Message, Turn, TurnStatus
 

@@ -13,10 +13,9 @@ from contextlib import suppress
 
 import redis
 import redis.asyncio as aioredis
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 
+from conversations.engine.database import db
 from conversations.models import Turn
 
 logger = logging.getLogger(__name__)
@@ -36,12 +35,8 @@ def publish_cancel(turn_id: uuid.UUID) -> None:
 
 def turns_cancel_flagged(turn_ids: list[str]) -> list[str]:
     """Return which of these turns carry the cancel flag in the database."""
-    try:
-        return [
-            str(i) for i in Turn.objects.filter(id__in=turn_ids, cancel_requested=True).values_list("id", flat=True)
-        ]
-    finally:
-        close_old_connections()
+    flagged = Turn.objects.filter(id__in=turn_ids, cancel_requested=True).values_list("id", flat=True)
+    return [str(turn_id) for turn_id in flagged]
 
 
 class CancelListener:
@@ -81,7 +76,7 @@ class CancelListener:
         watched = list(self._events)
         if not watched:
             return
-        flagged = await sync_to_async(turns_cancel_flagged, thread_sensitive=False)(watched)
+        flagged = await db(turns_cancel_flagged)(watched)
         for turn_id in flagged:
             event = self._events.get(turn_id)
             if event is not None:

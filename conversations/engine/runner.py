@@ -20,8 +20,8 @@ from typing import Any
 from django.conf import settings
 
 from conversations.engine.cancel_bus import CancelListener
+from conversations.engine.database import db
 from conversations.engine.preparation import Prepared, attempt_prepare, attempt_start
-from conversations.engine.runtime import db
 from conversations.engine.tool_calls import run_tool_calls
 from conversations.engine.writer import LeaseLost, TranscriptWriter
 from conversations.eventlog import events_publish

@@ -10,12 +10,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
-
-from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, connections
 
 from conversations.engine.cancel_bus import CancelListener
 
@@ -50,22 +47,3 @@ def engine_runtime() -> EngineRuntime:
         if _runtime is None:
             _runtime = EngineRuntime()
         return _runtime
-
-
-def db(function: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
-    """Wrap a synchronous database function to be awaited from the engine loop."""
-
-    def call(*args: Any, **kwargs: Any) -> T:
-        connection = connections[DEFAULT_DB_ALIAS]
-        # Threads here live long: drop a connection that broke (database restart) so the
-        # next call reconnects, without paying a reconnect on every call.
-        if connection.connection is not None and connection.errors_occurred:
-            connection.close_if_unusable_or_obsolete()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            # CONN_MAX_AGE=0 means "do not keep connections": honour it here too.
-            if not connection.settings_dict.get("CONN_MAX_AGE"):
-                connection.close()
-
-    return sync_to_async(call, thread_sensitive=False)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conversations.engine.batcher import StreamWrite, write_batcher
-from conversations.engine.runtime import db
+from conversations.engine.database import db
 from conversations.eventlog import NewEvent, events_publish
 from conversations.models import Turn
 from conversations.turns import Claim

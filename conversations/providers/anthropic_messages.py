@@ -55,15 +55,6 @@ def anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
                     for p in tools
                 ]
                 messages.append({"role": "user", "content": results})
-    # An answer cut short by a crash is continued from where it stopped (a prefill),
-    # which must not end in white space.
-    last = messages[-1] if messages else None
-    if last and last["role"] == "assistant" and last["content"][-1]["type"] == "text":
-        last["content"][-1]["text"] = last["content"][-1]["text"].rstrip()
-        if not last["content"][-1]["text"]:
-            last["content"].pop()
-            if not last["content"]:
-                messages.pop()
     return messages
 
 

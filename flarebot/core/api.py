@@ -13,7 +13,6 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
 from flarebot.core.errors import FlarebotError, InvalidInput, error_body
-from flarebot.core.times import iso
 
 _DRF_CODES = {
     exceptions.NotAuthenticated: "not_authenticated",
@@ -73,9 +72,6 @@ class StrictSerializer(serializers.Serializer):
         if unknown:
             raise exceptions.ValidationError({name: ["This field is not allowed."] for name in unknown})
         return super().to_internal_value(data)
-
-
-__all__ = ["StrictSerializer", "StringField", "exception_handler", "iso", "parse_uuid"]
 
 
 def parse_uuid(value: str, *, what: str = "id") -> uuid.UUID:
