@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 
 bash scripts/ensure-services.sh || exit 1
+bash scripts/ensure-chromium.sh || exit 1
 
 failed=()
 step() {

@@ -1,0 +1,106 @@
+"""Browser tests: Debian's Chromium driven by Playwright against the live stack.
+
+The browser is launched once per run; each test gets a fresh context (no cookies, no
+storage) so tests never see each other's state. Every page error or console error fails
+the test: a user would see a broken page. Screenshots go to `tests/e2e/artifacts/`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+
+from flarebot.core.models import Installation
+from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+from tests.support.live import LiveStack
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
+# between browser steps are ordinary synchronous ones.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = os.environ.get("FLAREBOT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
+ARTIFACTS = Path(__file__).parent / "artifacts"
+STEP_TIMEOUT_MS = 15_000
+
+
+@pytest.fixture(scope="session")
+def playwright_instance() -> Iterator[Playwright]:
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_instance: Playwright) -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(f"{CHROMIUM} is missing: scripts/ensure-chromium.sh installs it")
+    browser = playwright_instance.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
+class PageErrors(list[str]):
+    """Errors the page reported: uncaught exceptions and console errors."""
+
+
+@pytest.fixture
+def context(browser: Browser, live_stack: LiveStack) -> Iterator[BrowserContext]:
+    context = browser.new_context(base_url=live_stack.base_url, viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(STEP_TIMEOUT_MS)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page_errors() -> PageErrors:
+    return PageErrors()
+
+
+@pytest.fixture
+def page(context: BrowserContext, page_errors: PageErrors) -> Iterator[Page]:
+    page = context.new_page()
+    page.on("pageerror", lambda error: page_errors.append(f"pageerror: {error}"))
+    page.on("console", lambda msg: page_errors.append(f"console: {msg.text}") if msg.type == "error" else None)
+    yield page
+    assert not [e for e in page_errors if not _expected(e)], page_errors
+
+
+def _expected(error: str) -> bool:
+    """Errors a test provokes on purpose (a dropped socket, a refused save) are not defects."""
+    return "WebSocket" in error or "status of 4" in error or "status of 5" in error
+
+
+def sign_in(page: Page) -> None:
+    """Sign in through the real sign-in page, as the owner would."""
+    page.goto("/login/")
+    page.fill("input[name=username]", OWNER_USERNAME)
+    page.fill("input[name=password]", OWNER_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: not url.endswith("/login/"))
+
+
+@pytest.fixture
+def owner_page(page: Page, owner: Installation) -> Page:
+    """A page signed in as the owner, on the chat page."""
+    sign_in(page)
+    return page
+
+
+def screenshot(page: Page, name: str) -> Path:
+    """Save a screenshot as a test artifact and return its path."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
