@@ -34,8 +34,13 @@ class MessageListApi(APIView):
         snapshot = selectors.transcript_snapshot(conversation_id=parse_uuid(conversation_id, what="conversation id"))
         if snapshot is None:
             raise NotFound("This conversation does not exist.", code="conversation_not_found")
-        messages, last_sequence = snapshot
-        return Response({"messages": [turns.message_json(m) for m in messages], "last_sequence": last_sequence})
+        return Response(
+            {
+                "messages": [turns.message_json(m) for m in snapshot.messages],
+                "last_sequence": snapshot.last_sequence,
+                "turns": [turns.turn_json(t) for t in snapshot.turns],
+            }
+        )
 
     @extend_schema(request=MessageSubmitInput, responses={202: OpenApiTypes.OBJECT})
     def post(self, request: Request, conversation_id: str) -> Response:

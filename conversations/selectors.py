@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import QuerySet
 
-from conversations.models import Conversation, ConversationState, Message, MessageRole
+from conversations.models import Conversation, ConversationState, Message, MessageRole, Turn
 
 
 def conversation_list() -> QuerySet[Conversation]:
@@ -20,11 +21,18 @@ def conversation_get_active(*, conversation_id: uuid.UUID) -> Conversation | Non
     return Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).first()
 
 
-def transcript_snapshot(*, conversation_id: uuid.UUID) -> tuple[list[Message], int] | None:
-    """Return the transcript and the event high-water mark it matches, or None if unknown.
+@dataclass(frozen=True)
+class TranscriptSnapshot:
+    messages: list[Message]
+    turns: list[Turn]
+    last_sequence: int
+
+
+def transcript_snapshot(*, conversation_id: uuid.UUID) -> TranscriptSnapshot | None:
+    """Return the transcript, its turns and the event high-water mark they match, or None if unknown.
 
     Writers append events and update messages in one transaction that locks the
-    conversation row; taking that lock here makes both reads agree.
+    conversation row; taking that lock here makes the reads agree.
     """
     with transaction.atomic():
         conversation = (
@@ -36,7 +44,12 @@ def transcript_snapshot(*, conversation_id: uuid.UUID) -> tuple[list[Message], i
         if conversation is None:
             return None
         messages = list(Message.objects.filter(conversation_id=conversation_id).order_by("ordinal"))
+        turns = list(
+            Turn.objects.filter(conversation_id=conversation_id)
+            .only("id", "status", "error_code", "error_message")
+            .order_by("ordinal")
+        )
         # An answer with nothing in it yet (a turn that failed or is about to speak) is not
         # shown; its text, when it comes, arrives as events naming the message.
         shown = [m for m in messages if m.role != MessageRole.ASSISTANT or m.parts]
-        return shown, conversation.last_sequence
+        return TranscriptSnapshot(shown, turns, conversation.last_sequence)

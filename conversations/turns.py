@@ -53,6 +53,16 @@ def message_json(message: Message) -> dict[str, Any]:
     }
 
 
+def turn_json(turn: Turn) -> dict[str, Any]:
+    """Return a turn's state as GET messages shows it (an addition to the contract)."""
+    failed = turn.status == TurnStatus.FAILED
+    return {
+        "id": str(turn.id),
+        "status": turn.status,
+        "error": {"code": turn.error_code, "message": turn.error_message} if failed else None,
+    }
+
+
 def user_text_clean(text: str) -> str:
     """Check a user message: 1-32,000 characters (UTF-16 code units), no NUL."""
     if not 1 <= utf16_length(text) <= MAX_TEXT_UTF16:

@@ -146,7 +146,11 @@ def test_it_lists_user_and_assistant_messages_in_order_with_the_last_sequence(
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"messages", "last_sequence"}
+    assert set(body) == {"messages", "last_sequence", "turns"}
+    assert body["turns"] == [
+        {"id": first, "status": "completed", "error": None},
+        {"id": second, "status": "completed", "error": None},
+    ]
     listed = [(m["role"], m["turn_id"], "".join(p["text"] for p in m["parts"])) for m in body["messages"]]
     assert listed == [
         ("user", first, "Monday?"),
@@ -159,6 +163,14 @@ def test_it_lists_user_and_assistant_messages_in_order_with_the_last_sequence(
     assert last_kind == "turn.completed"
     assert body["last_sequence"] == last_sequence
     assert owner_client.get(events_url(conversation.id)).json()["last_sequence"] == last_sequence
+
+
+def test_it_lists_a_queued_turn_so_a_reloaded_page_knows_one_is_pending(owner_client, conversation):
+    turn_id = send(owner_client, conversation.id, "Later?").json()["turn_id"]
+
+    body = owner_client.get(messages_url(conversation.id)).json()
+
+    assert body["turns"] == [{"id": turn_id, "status": "queued", "error": None}]
 
 
 def test_it_pages_events_after_a_sequence_500_at_a_time(owner_client, conversation):
@@ -223,4 +235,7 @@ def test_it_lists_no_empty_answer_for_a_turn_that_failed_before_any_text(owner_c
     assert Turn.objects.get(id=turn_id).status == "failed"
     body = owner_client.get(messages_url(conversation.id)).json()
     assert [(m["role"], m["parts"]) for m in body["messages"]] == [("user", [{"type": "text", "text": "Hello?"}])]
+    [turn] = body["turns"]
+    assert (turn["id"], turn["status"], turn["error"]["code"]) == (turn_id, "failed", "provider_auth")
+    assert "rejected the API key" in turn["error"]["message"]
     assert body["last_sequence"] == Event.objects.filter(conversation=conversation).count()
