@@ -6,4 +6,5 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
+    path("settings/", views.settings_page, name="settings"),
 ]

@@ -1,4 +1,4 @@
-"""Pages: sign-in, sign-out and the chat shell."""
+"""Pages: sign-in, sign-out, the chat shell and the settings page."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods, require_POST
 
+from conversations.providers.catalog import KEYED_PROVIDERS, PROVIDER_LABELS
 from flarebot.core.errors import LimitReached
 from flarebot.core.sessions import SessionState, owner_session_end, owner_session_state
 from flarebot.core.signin import owner_signin
@@ -38,6 +39,15 @@ def home(request: HttpRequest) -> HttpResponse:
     if not _is_owner(request):
         return HttpResponseRedirect("/login/")
     return render(request, "chat.html")
+
+
+@require_http_methods(["GET", "HEAD"])
+def settings_page(request: HttpRequest) -> HttpResponse:
+    """Show the settings page to the owner; send anyone else to sign in and come back."""
+    if not _is_owner(request):
+        return HttpResponseRedirect("/login/?next=/settings/")
+    keyed = [(provider, PROVIDER_LABELS[provider]) for provider in KEYED_PROVIDERS]
+    return render(request, "settings.html", {"keyed_providers": keyed})
 
 
 @csrf_protect

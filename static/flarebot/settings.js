@@ -1,0 +1,277 @@
+// The settings page: model and provider keys, and the agent's instructions.
+// Everything is loaded from and saved through /api/settings/ (see PROTOCOL.md); the page
+// itself carries no private data. Stored keys are never shown: only "Configured"/"Missing".
+"use strict";
+
+(function () {
+  const root = document.getElementById("settings");
+  const csrfToken = root.dataset.csrfToken;
+  const LIMIT = 16000;
+  const LABELS = { anthropic: "Anthropic", openai: "OpenAI", local: "Local" };
+  const NEEDS_KEY = { anthropic: true, openai: true };
+  const numbers = new Intl.NumberFormat("en-US");
+  const byId = (id) => document.getElementById(id);
+
+  class ApiError extends Error {}
+
+  // One JSON call; the contract's {"error": {"message"}} becomes an ApiError with that message.
+  async function api(method, path, body) {
+    const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+    if (method !== "GET") init.headers["X-CSRFToken"] = csrfToken;
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (_) {
+      throw new ApiError("Flarebot could not be reached. Check the connection and try again.");
+    }
+    if (response.status === 401) {
+      window.location.assign("/login/?next=/settings/");
+      throw new ApiError("Your session has ended. Sign in again.");
+    }
+    let data = null;
+    try {
+      data = await response.json();
+    } catch (_) {
+      data = null;
+    }
+    if (!response.ok) {
+      const message = data && data.error && data.error.message;
+      throw new ApiError(message || `The request failed (${response.status}).`);
+    }
+    return data;
+  }
+
+  function say(element, text, kind) {
+    element.textContent = text;
+    element.dataset.kind = kind || "";
+  }
+
+  function busy(elements, on) {
+    for (const element of elements) element.disabled = on;
+  }
+
+  // ---- Model and keys -------------------------------------------------------------
+
+  const modelForm = byId("model-form");
+  const providerSelect = byId("provider");
+  const modelSelect = byId("model-select");
+  const modelSave = byId("model-save");
+  const modelMessage = byId("model-message");
+  const keyHint = byId("model-key-hint");
+  const keyForms = Array.from(document.querySelectorAll(".key-form"));
+  let catalog = {};
+  let credentials = {};
+
+  function fillModels(provider, selected) {
+    modelSelect.replaceChildren();
+    for (const model of catalog[provider] || []) {
+      modelSelect.append(new Option(model, model, false, model === selected));
+    }
+  }
+
+  function showKeyHint() {
+    const provider = providerSelect.value;
+    const missing = NEEDS_KEY[provider] && credentials[provider] !== "configured";
+    keyHint.hidden = !missing;
+    keyHint.textContent = missing ? `Add an ${LABELS[provider]} API key below to use this model.` : "";
+  }
+
+  function showSettings(settings) {
+    credentials = settings.credentials;
+    const { provider, model } = settings.configuration;
+    providerSelect.replaceChildren();
+    for (const [name, models] of Object.entries(catalog)) {
+      if (models.length) providerSelect.append(new Option(LABELS[name] || name, name, false, name === provider));
+    }
+    if (!catalog[provider] || !catalog[provider].length) {
+      // The stored choice is no longer offered (an operator removed a local model).
+      providerSelect.selectedIndex = 0;
+    }
+    fillModels(providerSelect.value, model);
+    for (const form of keyForms) showKey(form);
+    showKeyHint();
+  }
+
+  function showKey(form) {
+    const state = credentials[form.dataset.provider] === "configured" ? "configured" : "missing";
+    const badge = form.querySelector("[data-role=state]");
+    badge.dataset.state = state;
+    badge.textContent = state === "configured" ? "Configured" : "Missing";
+    form.querySelector("[data-role=remove]").hidden = state !== "configured";
+  }
+
+  providerSelect.addEventListener("change", () => {
+    fillModels(providerSelect.value, null);
+    say(modelMessage, "");
+    showKeyHint();
+  });
+  modelSelect.addEventListener("change", () => say(modelMessage, ""));
+
+  modelForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const controls = [providerSelect, modelSelect, modelSave];
+    busy(controls, true);
+    say(modelMessage, "Saving…");
+    try {
+      const body = { provider: providerSelect.value, model: modelSelect.value };
+      showSettings(await api("PUT", "/api/settings/model/", body));
+      say(modelMessage, "Saved.", "ok");
+    } catch (error) {
+      say(modelMessage, error.message, "error");
+    } finally {
+      busy(controls, false);
+    }
+  });
+
+  for (const form of keyForms) {
+    const provider = form.dataset.provider;
+    const path = `/api/settings/provider-keys/${provider}/`;
+    const input = form.querySelector("input");
+    const save = form.querySelector("[data-role=save]");
+    const remove = form.querySelector("[data-role=remove]");
+    const message = form.querySelector("[data-role=message]");
+    const controls = [input, save, remove];
+
+    const run = async (method, body, done) => {
+      busy(controls, true);
+      say(message, method === "PUT" ? "Saving…" : "Removing…");
+      input.removeAttribute("aria-invalid");
+      try {
+        showSettings(await api(method, path, body));
+        if (method === "PUT") input.value = "";
+        say(message, done, "ok");
+      } catch (error) {
+        if (method === "PUT") input.setAttribute("aria-invalid", "true");
+        say(message, error.message, "error");
+      } finally {
+        busy(controls, false);
+      }
+    };
+
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      run("PUT", { key: input.value }, "Key saved.");
+    });
+    remove.addEventListener("click", () => {
+      if (window.confirm(`Remove the stored ${form.dataset.label} key?`)) run("DELETE", undefined, "Key removed.");
+    });
+  }
+
+  // ---- Instructions --------------------------------------------------------------
+
+  const instructionsForm = byId("instructions-form");
+  const textarea = byId("instructions-text");
+  const counter = byId("instructions-counter");
+  const stateBadge = byId("instructions-state");
+  const modified = byId("instructions-modified");
+  const instructionsMessage = byId("instructions-message");
+  const instructionsSave = byId("instructions-save");
+  const instructionsReset = byId("instructions-reset");
+  const instructionControls = [textarea, instructionsSave, instructionsReset];
+  let saved = null; // the text the server holds; null until loaded
+
+  function count() {
+    // String length is in UTF-16 code units, the unit of the server's limit.
+    const length = textarea.value.length;
+    const over = length - LIMIT;
+    counter.textContent = `${numbers.format(length)} / ${numbers.format(LIMIT)}` + (over > 0 ? ` (${numbers.format(over)} over)` : "");
+    counter.dataset.over = over > 0 ? "1" : "";
+  }
+
+  function showInstructions(view, { replaceDraft }) {
+    saved = view.effective;
+    if (replaceDraft) textarea.value = view.effective;
+    stateBadge.dataset.state = view.customized ? "customized" : "default";
+    stateBadge.textContent = view.customized ? "Customized" : "Default";
+    modified.replaceChildren();
+    if (view.customized && view.modified_at) {
+      const time = document.createElement("time");
+      time.dateTime = view.modified_at;
+      time.textContent = new Date(view.modified_at).toLocaleString();
+      modified.append("Modified ", time);
+    } else {
+      modified.textContent = "Shipped defaults";
+    }
+    count();
+  }
+
+  textarea.addEventListener("input", () => {
+    count();
+    if (instructionsMessage.dataset.kind === "ok") say(instructionsMessage, "");
+  });
+
+  instructionsForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = textarea.value;
+    busy(instructionControls, true);
+    textarea.removeAttribute("aria-invalid");
+    say(instructionsMessage, "Saving…");
+    try {
+      const view = await api("PUT", "/api/settings/instructions/", { text });
+      showInstructions(view, { replaceDraft: textarea.value === text });
+      say(instructionsMessage, "Saved.", "ok");
+    } catch (error) {
+      textarea.setAttribute("aria-invalid", "true");
+      say(instructionsMessage, error.message, "error");
+    } finally {
+      busy(instructionControls, false);
+    }
+  });
+
+  instructionsReset.addEventListener("click", async () => {
+    if (!window.confirm("Reset the instructions to the shipped defaults? Your own text will be discarded.")) return;
+    busy(instructionControls, true);
+    say(instructionsMessage, "Resetting…");
+    try {
+      showInstructions(await api("DELETE", "/api/settings/instructions/"), { replaceDraft: true });
+      textarea.removeAttribute("aria-invalid");
+      say(instructionsMessage, "Back to the shipped defaults.", "ok");
+    } catch (error) {
+      say(instructionsMessage, error.message, "error");
+    } finally {
+      busy(instructionControls, false);
+    }
+  });
+
+  window.addEventListener("beforeunload", (event) => {
+    if (saved !== null && textarea.value !== saved) {
+      event.preventDefault();
+      event.returnValue = "";
+    }
+  });
+
+  // ---- Loading -------------------------------------------------------------------
+
+  async function load() {
+    const pageStatus = byId("page-status");
+    const [catalogView, settings, instructions] = await Promise.allSettled([
+      api("GET", "/api/settings/model/catalog/"),
+      api("GET", "/api/settings/model/"),
+      api("GET", "/api/settings/instructions/"),
+    ]);
+    const failures = [catalogView, settings, instructions].filter((r) => r.status === "rejected");
+    if (catalogView.status === "fulfilled" && settings.status === "fulfilled") {
+      catalog = catalogView.value.providers;
+      showSettings(settings.value);
+      busy([providerSelect, modelSelect, modelSave], false);
+      for (const form of keyForms) busy(form.querySelectorAll("input, button"), false);
+    }
+    if (instructions.status === "fulfilled") {
+      showInstructions(instructions.value, { replaceDraft: true });
+      busy(instructionControls, false);
+    }
+    if (failures.length) {
+      say(pageStatus, `Some settings could not be loaded: ${failures[0].reason.message} Reload to try again.`, "error");
+    } else {
+      pageStatus.hidden = true;
+      say(pageStatus, "");
+    }
+    document.body.dataset.ready = "1";
+  }
+
+  load();
+})();

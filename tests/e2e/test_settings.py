@@ -1,0 +1,336 @@
+"""The settings page in Chromium: model, provider keys and instructions, at desktop and 375 px.
+
+Every signed-in test serves /settings/ with the Content-Security-Policy the app will ship
+(`script-src 'self'; style-src 'self'`), so an inline script, style or handler would show
+up as a console error and fail the test (see `page_errors` in conftest).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import Dialog, Page, Response, Route, expect
+
+from conversations import instructions, model_settings
+from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
+from flarebot.core.models import Installation
+from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+from tests.e2e.conftest import screenshot
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'"
+KEY = "sk-ant-e2e-secret-" + "Q7x" * 10
+LIMIT = 16_000
+
+
+class Dialogs(list[str]):
+    """The types of the dialogs the page opened (confirm, beforeunload); accepted unless told."""
+
+    accept = True
+
+
+def _with_csp(route: Route) -> None:
+    response = route.fetch(max_redirects=0)
+    route.fulfill(response=response, headers={**response.headers, "content-security-policy": CSP})
+
+
+@pytest.fixture
+def dialogs(page: Page) -> Dialogs:
+    seen = Dialogs()
+
+    def answer(dialog: Dialog) -> None:
+        seen.append(dialog.type)
+        if seen.accept:
+            dialog.accept()
+        else:
+            dialog.dismiss()
+
+    page.on("dialog", answer)
+    return seen
+
+
+@pytest.fixture
+def settings_page(page: Page, owner: Installation, dialogs: Dialogs) -> Page:
+    """The owner signed in through the real form straight to /settings/, served under the CSP.
+
+    Not `owner_page`: that one lands on the chat page first, which is another page's test.
+    """
+    page.route("**/settings/", _with_csp)
+    page.goto("/login/?next=/settings/")
+    page.fill("input[name=username]", OWNER_USERNAME)
+    page.fill("input[name=password]", OWNER_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/settings/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    return page
+
+
+def api_get(page: Page, path: str) -> Any:
+    """GET a JSON API path from inside the page, with the owner's session, as the page does."""
+    return page.evaluate("async (path) => (await fetch(path)).json()", path)
+
+
+def key_form(page: Page, provider: str) -> Any:
+    return page.locator(f".key-form[data-provider={provider}]")
+
+
+@pytest.fixture
+def response_bodies(page: Page) -> list[str]:
+    """The bodies of every response the page received (documents, scripts, API calls)."""
+    bodies: list[str] = []
+
+    def keep(response: Response) -> None:
+        if 300 <= response.status < 400:
+            return  # a redirect has no body
+        bodies.append(response.body().decode("utf-8", "replace"))
+
+    page.on("response", keep)
+    return bodies
+
+
+def test_signed_out_visitor_is_sent_to_sign_in_and_back(page: Page, owner: Installation) -> None:
+    page.goto("/settings/")
+
+    url = urlparse(page.url)
+    assert url.path == "/login/"
+    assert parse_qs(url.query) == {"next": ["/settings/"]}
+    page.fill("input[name=username]", OWNER_USERNAME)
+    page.fill("input[name=password]", OWNER_PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("#model-heading")).to_be_visible()
+    assert urlparse(page.url).path == "/settings/"
+
+
+def test_owner_chooses_a_model_and_it_survives_a_reload(settings_page: Page) -> None:
+    page = settings_page
+    provider, model = page.locator("#provider"), page.locator("#model-select")
+    expect(provider).to_have_value("anthropic")
+    expect(provider.locator("option")).to_have_text(["Anthropic", "OpenAI"])  # local has no models here
+    expect(model.locator("option")).to_have_text(list(ANTHROPIC_MODELS))
+
+    provider.select_option("openai")
+    expect(model.locator("option")).to_have_text(list(OPENAI_MODELS))
+    expect(page.locator("#model-key-hint")).to_contain_text("Add an OpenAI API key")
+    model.select_option(OPENAI_MODELS[1])
+    page.get_by_role("button", name="Save model").click()
+    expect(page.locator("#model-message")).to_have_text("Saved.")
+
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    expect(provider).to_have_value("openai")
+    expect(model).to_have_value(OPENAI_MODELS[1])
+    assert api_get(page, "/api/settings/model/")["configuration"] == {"provider": "openai", "model": OPENAI_MODELS[1]}
+
+
+def test_owner_sets_a_key_that_the_page_never_shows(settings_page: Page, response_bodies: list[str]) -> None:
+    page = settings_page
+    form = key_form(page, "anthropic")
+    expect(form.locator("[data-role=state]")).to_have_text("Missing")
+    expect(form.get_by_role("button", name="Remove")).to_be_hidden()
+
+    form.locator("input").fill(KEY)
+    form.get_by_role("button", name="Save key").click()
+
+    expect(form.locator("[data-role=state]")).to_have_text("Configured")
+    expect(form.locator("[data-role=message]")).to_have_text("Key saved.")
+    expect(form.locator("input")).to_have_value("")
+    expect(form.get_by_role("button", name="Remove")).to_be_visible()
+    expect(key_form(page, "openai").locator("[data-role=state]")).to_have_text("Missing")
+    assert api_get(page, "/api/settings/model/")["credentials"] == {"anthropic": "configured", "openai": "missing"}
+    assert KEY not in page.content()
+
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    expect(form.locator("[data-role=state]")).to_have_text("Configured")
+    expect(form.locator("input")).to_have_value("")
+    assert KEY not in page.content()
+    assert len(response_bodies) >= 8  # two documents, their assets, the API reads and the save
+    assert not [body for body in response_bodies if KEY in body]
+
+
+def test_owner_removes_a_key(settings_page: Page, dialogs: Dialogs) -> None:
+    model_settings.provider_key_set(provider="openai", key=KEY)
+    page = settings_page
+    page.reload()
+    form = key_form(page, "openai")
+    expect(form.locator("[data-role=state]")).to_have_text("Configured")
+
+    form.get_by_role("button", name="Remove").click()
+
+    expect(form.locator("[data-role=state]")).to_have_text("Missing")
+    expect(form.get_by_role("button", name="Remove")).to_be_hidden()
+    assert dialogs == ["confirm"]
+    assert api_get(page, "/api/settings/model/")["credentials"]["openai"] == "missing"
+
+
+def test_an_invalid_key_shows_why_and_stays_missing(settings_page: Page) -> None:
+    page = settings_page
+    form = key_form(page, "anthropic")
+    short = "sk-ant-too-short-19"
+    assert len(short) == 19
+
+    form.locator("input").fill(short)
+    form.get_by_role("button", name="Save key").click()
+
+    expect(form.locator("[data-role=message]")).to_have_text(
+        "A key is 20-512 printable ASCII characters without spaces."
+    )
+    expect(form.locator("input")).to_have_value(short)
+    expect(form.locator("input")).to_have_attribute("aria-invalid", "true")
+    expect(form.locator("[data-role=state]")).to_have_text("Missing")
+    assert api_get(page, "/api/settings/model/")["credentials"]["anthropic"] == "missing"
+
+
+def test_owner_saves_instructions_and_sees_them_after_a_reload(settings_page: Page) -> None:
+    page = settings_page
+    text = "Answer in English.\n\tBe brief. 🙂"  # the emoji is 2 UTF-16 code units
+    textarea = page.locator("#instructions-text")
+    expect(textarea).to_have_value(instructions.DEFAULT_INSTRUCTIONS)
+    expect(page.locator("#instructions-state")).to_have_text("Default")
+
+    textarea.fill(text)
+    expect(page.locator("#instructions-counter")).to_have_text(f"{len(text) + 1} / 16,000")
+    page.get_by_role("button", name="Save instructions").click()
+
+    expect(page.locator("#instructions-message")).to_have_text("Saved.")
+    expect(page.locator("#instructions-state")).to_have_text("Customized")
+    expect(page.locator("#instructions-modified time")).to_have_count(1)
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    expect(textarea).to_have_value(text)
+    expect(page.locator("#instructions-state")).to_have_text("Customized")
+    saved = api_get(page, "/api/settings/instructions/")
+    assert saved["effective"] == text
+    assert saved["customized"] is True
+
+
+@pytest.mark.parametrize(
+    ("draft", "why"),
+    [
+        ("x" * (LIMIT + 1), "at most 16000 characters"),
+        ("  \n\t ", "must not be blank"),
+        ("ring the \x07 bell", "only tabs and line breaks may be control characters"),
+    ],
+    ids=["too-long", "blank", "control-character"],
+)
+def test_a_failed_save_keeps_the_draft_and_says_why(
+    settings_page: Page, dialogs: Dialogs, draft: str, why: str
+) -> None:
+    page = settings_page
+    textarea = page.locator("#instructions-text")
+
+    textarea.fill(draft)
+    page.get_by_role("button", name="Save instructions").click()
+
+    expect(page.locator("#instructions-message")).to_contain_text(why)
+    expect(textarea).to_have_value(draft)
+    expect(textarea).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#instructions-state")).to_have_text("Default")
+    assert api_get(page, "/api/settings/instructions/")["customized"] is False
+
+    page.reload()  # the draft differs from what is saved: the page asks first
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    assert dialogs == ["beforeunload"]
+    expect(textarea).to_have_value(instructions.DEFAULT_INSTRUCTIONS)
+
+
+def test_the_counter_flags_one_unit_over_and_the_exact_limit_saves(settings_page: Page, dialogs: Dialogs) -> None:
+    page = settings_page
+    textarea, counter = page.locator("#instructions-text"), page.locator("#instructions-counter")
+    at_limit = "😀" * (LIMIT // 2)  # 8,000 characters, 16,000 UTF-16 code units
+
+    textarea.fill(at_limit + "x")
+    expect(counter).to_have_text("16,001 / 16,000 (1 over)")
+    expect(counter).to_have_attribute("data-over", "1")
+    page.get_by_role("button", name="Save instructions").click()
+    expect(page.locator("#instructions-message")).to_contain_text("at most 16000 characters")
+    expect(textarea).to_have_value(at_limit + "x")
+
+    textarea.fill(at_limit)
+    expect(counter).to_have_text("16,000 / 16,000")
+    page.get_by_role("button", name="Save instructions").click()
+    expect(page.locator("#instructions-message")).to_have_text("Saved.")
+    expect(page.locator("#instructions-state")).to_have_text("Customized")
+    assert api_get(page, "/api/settings/instructions/")["effective"] == at_limit
+
+    page.reload()  # nothing unsaved: no warning
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    expect(textarea).to_have_value(at_limit)
+    assert dialogs == []
+
+
+def test_reset_brings_back_the_defaults(settings_page: Page, dialogs: Dialogs) -> None:
+    instructions.instructions_set(text="Always answer in haiku.")
+    page = settings_page
+    page.reload()
+    textarea = page.locator("#instructions-text")
+    expect(textarea).to_have_value("Always answer in haiku.")
+    expect(page.locator("#instructions-state")).to_have_text("Customized")
+
+    page.get_by_role("button", name="Reset to defaults").click()
+
+    expect(textarea).to_have_value(instructions.DEFAULT_INSTRUCTIONS)
+    expect(page.locator("#instructions-state")).to_have_text("Default")
+    expect(page.locator("#instructions-modified")).to_have_text("Shipped defaults")
+    assert dialogs == ["confirm"]
+    assert api_get(page, "/api/settings/instructions/")["customized"] is False
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    expect(textarea).to_have_value(instructions.DEFAULT_INSTRUCTIONS)
+
+
+def test_declining_a_confirmation_changes_nothing(settings_page: Page, dialogs: Dialogs) -> None:
+    instructions.instructions_set(text="Always answer in haiku.")
+    model_settings.provider_key_set(provider="anthropic", key=KEY)
+    page = settings_page
+    page.reload()
+    expect(page.locator("#instructions-state")).to_have_text("Customized")
+    dialogs.accept = False
+
+    page.get_by_role("button", name="Reset to defaults").click()
+    key_form(page, "anthropic").get_by_role("button", name="Remove").click()
+
+    expect(page.locator("#instructions-text")).to_have_value("Always answer in haiku.")
+    expect(page.locator("#instructions-state")).to_have_text("Customized")
+    expect(key_form(page, "anthropic").locator("[data-role=state]")).to_have_text("Configured")
+    assert dialogs == ["confirm", "confirm"]
+    assert api_get(page, "/api/settings/instructions/")["customized"] is True
+    assert api_get(page, "/api/settings/model/")["credentials"]["anthropic"] == "configured"
+
+
+def test_layout_fits_375_px_and_screenshots(settings_page: Page) -> None:
+    model_settings.provider_key_set(provider="openai", key=KEY)  # one key of each state on the shots
+    page = settings_page
+    page.reload()
+    expect(page.locator("#instructions-text")).to_be_enabled()
+    screenshot(page, "settings")
+    page.emulate_media(color_scheme="dark")
+    screenshot(page, "settings-dark")
+    page.emulate_media(color_scheme="light")
+
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    widths = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert widths[0] <= widths[1] == 375
+    for name in ("Save model", "Save instructions", "Reset to defaults", "Sign out"):
+        box = page.get_by_role("button", name=name).bounding_box()
+        assert box is not None
+        assert box["x"] >= 0
+        assert box["x"] + box["width"] <= 375
+    screenshot(page, "settings-375")
+
+
+def test_keyboard_reaches_every_control_in_order(settings_page: Page) -> None:
+    page = settings_page
+    page.locator("a.back").focus()
+    reached: list[str] = []
+    for _ in range(20):
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate("() => document.activeElement.id || document.activeElement.textContent.trim()"))
+    expected = ["Sign out", "Model", "provider", "model-select", "model-save", "key-anthropic", "instructions-text"]
+    assert set(expected) <= set(reached), reached
+    assert reached.index("provider") < reached.index("model-save") < reached.index("key-anthropic")
