@@ -1,0 +1,147 @@
+// Tool activity cards: one per tool call, built from the activity contract (`A`) and the
+// transcript's tool part joined by tool_call_id, so new tools need no page changes.
+// Everything shown is text: labels, summaries and pretty JSON go into text nodes only.
+
+const STATUS_TEXT = {
+  pending: "Waiting",
+  running: "Running",
+  succeeded: "Done",
+  failed: "Failed",
+  cancelled: "Stopped",
+  interrupted: "Interrupted",
+};
+const JSON_MAX = 20000;
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** Return a person's label for a tool name: "read_url" -> "Read url". */
+export function humanize(name) {
+  const words = String(name || "tool").replace(/[_\-.]+/g, " ").trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** Return a short duration: "0.4 s", "12 s", "3 min 5 s". */
+export function formatDuration(ms) {
+  if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0) return "";
+  if (ms < 10000) return `${(ms / 1000).toFixed(1)} s`;
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+}
+
+function prettyJson(value) {
+  let text;
+  try {
+    text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  } catch {
+    text = String(value);
+  }
+  if (text === undefined) text = "";
+  return text.length > JSON_MAX ? `${text.slice(0, JSON_MAX)}\n… (shortened)` : text;
+}
+
+export class ToolCard {
+  constructor(toolCallId) {
+    this.toolCallId = toolCallId;
+    this.part = null; // the transcript's tool part: name, input, output, status
+    this.activity = null; // the activity contract's A
+    this.progress = null; // the latest tool.progress before an activity carried it
+    this.turnActive = true;
+
+    this.el = el("details", "tool-card");
+    this.el.dataset.toolCallId = toolCallId;
+    const summary = el("summary", "tool-head");
+    this.dot = el("span", "tool-dot");
+    this.dot.setAttribute("aria-hidden", "true");
+    this.label = el("span", "tool-label");
+    this.status = el("span", "tool-status");
+    this.progressText = el("span", "tool-progress");
+    this.progressBar = el("progress", "tool-bar");
+    this.duration = el("span", "tool-duration");
+    summary.append(this.dot, this.label, this.status, this.progressText, this.progressBar, this.duration);
+    this.body = el("div", "tool-body");
+    this.el.append(summary, this.body);
+    this.bodyStale = true;
+    this.el.addEventListener("toggle", () => this.el.open && this.renderBody());
+  }
+
+  setPart(part) {
+    this.part = part;
+    this.update();
+  }
+
+  setActivity(activity) {
+    this.activity = activity;
+    this.update();
+  }
+
+  setProgress(progress) {
+    this.progress = progress;
+    this.update();
+  }
+
+  setTurnActive(active) {
+    if (this.turnActive === active) return;
+    this.turnActive = active;
+    this.update();
+  }
+
+  currentStatus() {
+    if (this.activity?.status) return this.activity.status;
+    if (this.part?.status) return this.part.status;
+    if (this.part && this.part.output != null) return "succeeded";
+    return this.turnActive ? "running" : "interrupted";
+  }
+
+  update() {
+    const status = this.currentStatus();
+    this.el.dataset.status = status;
+    this.label.textContent = this.activity?.label || humanize(this.part?.name);
+    this.status.textContent = STATUS_TEXT[status] || humanize(status);
+
+    const progress = this.activity?.progress || this.progress;
+    const running = status === "running" || status === "pending";
+    const done = typeof progress?.done === "number" ? progress.done : null;
+    const total = typeof progress?.total === "number" && progress.total > 0 ? progress.total : null;
+    const counts = done !== null ? (total !== null ? `${done}/${total}` : `${done}`) : "";
+    const message = typeof progress?.message === "string" ? progress.message : "";
+    this.progressText.textContent = running ? [counts, message].filter(Boolean).join(" · ") : "";
+    this.progressBar.hidden = !(running && total !== null && done !== null);
+    if (!this.progressBar.hidden) {
+      this.progressBar.max = total;
+      this.progressBar.value = Math.min(done, total);
+    }
+
+    let ms = this.activity?.duration_ms;
+    if (typeof ms !== "number" && this.activity?.started_at && this.activity?.finished_at) {
+      ms = Date.parse(this.activity.finished_at) - Date.parse(this.activity.started_at);
+    }
+    this.duration.textContent = running ? "" : formatDuration(ms);
+
+    this.bodyStale = true;
+    if (this.el.open) this.renderBody();
+  }
+
+  renderBody() {
+    if (!this.bodyStale) return;
+    this.bodyStale = false;
+    const nodes = [];
+    const summary = this.activity?.summary;
+    const status = this.currentStatus();
+    const output = this.part?.output;
+    const failure = output && typeof output === "object" && typeof output.message === "string" ? output.message : "";
+    if (summary) nodes.push(el("p", status === "succeeded" ? "tool-summary" : "tool-summary error", summary));
+    else if (failure && status !== "succeeded") nodes.push(el("p", "tool-summary error", failure));
+    if (this.part) {
+      nodes.push(el("div", "tool-section", "Input"), el("pre", "tool-json", prettyJson(this.part.input ?? {})));
+      if (output != null) nodes.push(el("div", "tool-section", "Result"), el("pre", "tool-json", prettyJson(output)));
+    }
+    if (!nodes.length) nodes.push(el("p", "muted", "No details yet."));
+    this.body.replaceChildren(...nodes);
+  }
+}
