@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from conversations import eventlog, selectors, turns
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import InvalidInput, NotFound
+from tools.selectors import activity_page
 
 
 class MessageSubmitInput(StrictSerializer):
@@ -72,3 +73,11 @@ class CancelApi(APIView):
             raise InvalidInput("The cancel request takes no body.", code="invalid")
         turn_id = turns.turn_cancel(conversation_id=parsed)
         return Response({"turn_id": str(turn_id) if turn_id else None}, status=status.HTTP_202_ACCEPTED)
+
+
+class ActivityListApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("before", str)], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, conversation_id: str) -> Response:
+        parsed = _active(conversation_id)
+        page = activity_page(conversation_id=parsed, before=request.query_params.get("before"))
+        return Response({"activities": page.activities, "next_cursor": page.next_cursor})

@@ -22,6 +22,7 @@ from conversations.signals import conversation_torn_down
 from conversations.turns import turns_stop_for_deletion
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.text import has_control_characters, utf16_length
+from tools.activity import activities_delete
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ def conversation_teardown(*, conversation_id: uuid.UUID) -> bool:
     # Lowest first: running turns stop (their partial output goes with the conversation),
     # tools will close browsers and containers here; upper apps listen to the signal.
     turns_stop_for_deletion(conversation_id=conversation_id)
+    activities_delete(conversation_id=conversation_id)
     conversation_torn_down.send(sender=Conversation, conversation_id=conversation_id)
     Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).delete()
     return True

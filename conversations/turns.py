@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations.engine.cancel_bus import publish_cancel
-from conversations.eventlog import EventFrame, events_append, events_publish_sync
+from conversations.eventlog import EventFrame, NewEvent, events_append, events_publish_sync
 from conversations.models import (
     TERMINAL_TURN_STATUSES,
     Conversation,
@@ -32,6 +32,7 @@ from conversations.models import (
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.text import utf16_length
 from flarebot.core.times import iso
+from tools.activity import ActivityJson, activities_interrupt
 
 MAX_TEXT_UTF16 = 32_000
 LEASE = timedelta(seconds=30)
@@ -139,7 +140,14 @@ def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> li
     )
     kind = {"completed": "turn.completed", "failed": "turn.failed", "cancelled": "turn.cancelled"}[status]
     data: dict[str, Any] = {"code": code, "message": message} if status == TurnStatus.FAILED else {}
-    return events_append(conversation_id=turn.conversation_id, events=[(kind, turn.id, data)])
+    # Calls still open now were cut off by a crash the turn did not recover from.
+    settled = activity_events(turn.id, activities_interrupt(turn_id=turn.id))
+    return events_append(conversation_id=turn.conversation_id, events=[*settled, (kind, turn.id, data)])
+
+
+def activity_events(turn_id: uuid.UUID, activities: list[ActivityJson]) -> list[NewEvent]:
+    """Return the `activity.updated` events announcing these activities."""
+    return [("activity.updated", turn_id, {"activity": activity}) for activity in activities]
 
 
 def turn_finish(*, turn_id: uuid.UUID, lease_token: str, status: str, code: str = "", message: str = "") -> bool:

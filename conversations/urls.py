@@ -8,6 +8,11 @@ urlpatterns = [
     path("conversations/<str:conversation_id>/messages/", api_transcript.MessageListApi.as_view(), name="messages"),
     path("conversations/<str:conversation_id>/events/", api_transcript.EventListApi.as_view(), name="events"),
     path("conversations/<str:conversation_id>/cancel/", api_transcript.CancelApi.as_view(), name="cancel"),
+    path(
+        "conversations/<str:conversation_id>/activities/",
+        api_transcript.ActivityListApi.as_view(),
+        name="activities",
+    ),
     path("settings/model/", api_settings.ModelSettingsApi.as_view(), name="model-settings"),
     path("settings/model/catalog/", api_settings.ModelCatalogApi.as_view(), name="model-catalog"),
     path("settings/provider-keys/<str:provider>/", api_settings.ProviderKeyApi.as_view(), name="provider-key"),

@@ -33,7 +33,10 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     run: ToolRun
-    label: str = ""
+    label: str = ""  # the activity card's label; the name when empty
+    # Makes the activity card's summary from a successful result. Only what it returns is
+    # shown (bounded to 160 characters); without it a successful call shows no summary.
+    summarize: Callable[[Any], str] | None = None
 
 
 class ToolFailed(Exception):

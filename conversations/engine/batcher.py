@@ -21,6 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from conversations.engine.database import db
 from conversations.eventlog import EventFrame, NewEvent, event_frame, sequences_allocate
 from conversations.models import Conversation, Event, Message, Turn, TurnStatus
+from tools.activity import Activity, activity_store
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ class StreamWrite:
     message_id: uuid.UUID
     parts: list[dict[str, Any]]
     events: list[NewEvent]
+    activities: tuple[Activity, ...] = ()  # tool activity stored with the events announcing it
 
 
 def _store_parts_sql(connection: BaseDatabaseWrapper) -> str:
@@ -66,6 +68,8 @@ def _write_one(write: StreamWrite) -> int | None:
         )
         if cursor.rowcount != 1:
             return None
+    for activity in write.activities:
+        activity_store(activity)
     return sequences_allocate(conversation_id=write.conversation_id, count=len(write.events))
 
 

@@ -13,7 +13,8 @@ from conversations.instructions import instructions_effective
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import Message, MessageRole, Turn
 from conversations.providers.base import INTERRUPTED_OUTPUT
-from conversations.turns import Claim, turn_claim
+from conversations.turns import Claim, activity_events, turn_claim
+from tools.activity import activities_interrupt
 
 
 @dataclass
@@ -63,6 +64,8 @@ def _prepare(claim: Claim, *, model: TurnModel, system: str, first_attempt: bool
     else:
         assistant, _ = Message.objects.get_or_create(turn=turn, role=MessageRole.ASSISTANT, defaults=fields)
     parts, events = _resume_parts(list(assistant.parts), turn_id=turn.id, steps=turn.steps)
+    if not first_attempt:
+        events += activity_events(turn.id, activities_interrupt(turn_id=turn.id))
     frames: list[EventFrame] = []
     if events:
         Message.objects.filter(id=assistant.id).update(parts=parts)

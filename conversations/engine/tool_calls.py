@@ -8,8 +8,10 @@ import time
 from typing import Any
 
 from conversations.engine.writer import TranscriptWriter
+from conversations.eventlog import NewEvent
 from conversations.providers.base import ToolCall
 from conversations.turns import Claim
+from tools.activity import Activity, activity_begin, activity_finish, activity_progress
 from tools.registry import ToolContext, ToolFailed, tool_get
 
 logger = logging.getLogger(__name__)
@@ -37,17 +39,29 @@ async def run_tool_calls(
                 "step": step,
             }
         )
-    await writer.record(
-        [("tool.started", claim.turn_id, {"tool_call_id": c.id, "name": c.name, "input": c.input}) for c in calls]
-    )
+    activities = [
+        activity_begin(conversation_id=claim.conversation_id, turn_id=claim.turn_id, tool_call_id=c.id, name=c.name)
+        for c in calls
+    ]
+    events: list[NewEvent] = []
+    for call, activity in zip(calls, activities, strict=True):
+        started = {"tool_call_id": call.id, "name": call.name, "input": call.input}
+        events += [("tool.started", claim.turn_id, started), _activity_event(claim, activity)]
+    await writer.record(events, tuple(activities))
     lock = asyncio.Lock()  # one write at a time: the parts list is shared
-    await asyncio.gather(*(_run_one(claim, writer, call, offered, cancelled, lock) for call in calls))
+    runs = [_run_one(claim, writer, c, a, offered, cancelled, lock) for c, a in zip(calls, activities, strict=True)]
+    await asyncio.gather(*runs)
+
+
+def _activity_event(claim: Claim, activity: Activity) -> NewEvent:
+    return ("activity.updated", claim.turn_id, {"activity": activity.as_json()})
 
 
 async def _run_one(
     claim: Claim,
     writer: TranscriptWriter,
     call: ToolCall,
+    activity: Activity,
     offered: set[str],
     cancelled: asyncio.Event,
     lock: asyncio.Lock,
@@ -61,7 +75,9 @@ async def _run_one(
             return
         last_progress = now
         async with lock:
-            await writer.record([("tool.progress", claim.turn_id, {"tool_call_id": call.id, "progress": progress})])
+            activity_progress(activity, progress)
+            event = ("tool.progress", claim.turn_id, {"tool_call_id": call.id, "progress": progress})
+            await writer.record([event, _activity_event(claim, activity)], (activity,))
 
     tool = tool_get(call.name) if call.name in offered else None
     status, output = "failed", {"error": "unknown_tool", "message": f"There is no tool named {call.name[:80]!r}."}
@@ -81,15 +97,9 @@ async def _run_one(
             if part["type"] == "tool" and part["tool_call_id"] == call.id:
                 part["output"] = output
                 part["status"] = status
-        await writer.record(
-            [
-                (
-                    "tool.finished",
-                    claim.turn_id,
-                    {"tool_call_id": call.id, "name": call.name, "status": status, "output": output},
-                )
-            ]
-        )
+        activity_finish(activity, status=status, output=output)
+        finished = {"tool_call_id": call.id, "name": call.name, "status": status, "output": output}
+        await writer.record([("tool.finished", claim.turn_id, finished), _activity_event(claim, activity)], (activity,))
 
 
 def _result(task: asyncio.Future[Any], name: str) -> tuple[str, Any]:

@@ -11,7 +11,7 @@ import asyncio
 import time
 import uuid
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from conversations.engine.batcher import StreamWrite, write_batcher
@@ -19,6 +19,7 @@ from conversations.engine.database import db
 from conversations.eventlog import NewEvent, events_publish
 from conversations.models import Turn
 from conversations.turns import Claim
+from tools.activity import Activity
 
 WINDOW_SECONDS = 0.04
 WINDOW_CHARS = 300
@@ -118,17 +119,20 @@ class TranscriptWriter:
         await self._write([("text.delta", self.claim.turn_id, {"text": text, **data}) for _, text in pending])
         self.sent_any = True
 
-    async def record(self, events: list[NewEvent]) -> None:
-        """Write the current parts with events other than text (tool activity)."""
+    async def record(self, events: list[NewEvent], activities: tuple[Activity, ...] = ()) -> None:
+        """Write the current parts with events other than text (tool calls and their activity)."""
         await self.flush()
-        await self._write(events)
+        # Copies: the executor thread stores them while this loop goes on changing the originals.
+        await self._write(events, tuple(replace(activity) for activity in activities))
 
-    async def _write(self, events: list[NewEvent]) -> None:
+    async def _write(self, events: list[NewEvent], activities: tuple[Activity, ...] = ()) -> None:
         self.last_flush = time.monotonic()
         claim = self.claim
         # A snapshot: the executor thread serializes it while this loop goes on.
         parts = [dict(part) for part in self.parts]
-        write = StreamWrite(claim.conversation_id, claim.turn_id, claim.lease_token, self.message_id, parts, events)
+        write = StreamWrite(
+            claim.conversation_id, claim.turn_id, claim.lease_token, self.message_id, parts, events, activities
+        )
         frames = await write_batcher().write(write)
         if frames is None:
             raise LeaseLost

@@ -42,6 +42,8 @@ from tests.support.engine import (
 )
 from tests.support.fake_providers import Call, Text
 from tests.support.resources import free_port
+from tools.activity import activity_begin, activity_store
+from tools.models import ToolActivity
 from tools.registry import Tool, ToolContext, ToolFailed, tool_register, tool_unregister
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -104,7 +106,14 @@ def bench() -> Iterator[ToolBench]:
 
     tools = [
         Tool("long_job", "A job that takes a while.", {"type": "object", "properties": {}}, long_job),
-        Tool("weather_forecast", "Tomorrow's weather in a city.", FORECAST_SCHEMA, forecast),
+        Tool(
+            "weather_forecast",
+            "Tomorrow's weather in a city.",
+            FORECAST_SCHEMA,
+            forecast,
+            label="Forecast",
+            summarize=lambda result: f"{result['city']}: {result['forecast']}",
+        ),
         Tool("rendezvous", "Meet another call.", RENDEZVOUS_SCHEMA, rendezvous),
         Tool("read_page", "Read a web page.", {"type": "object", "properties": {}}, read_page),
     ]
@@ -180,17 +189,26 @@ async def test_it_runs_a_tool_and_sends_its_result_back_to_the_model(provider, b
         "turn.started",
         "text.delta",
         "tool.started",
+        "activity.updated",
         "tool.finished",
+        "activity.updated",
         "text.delta",
         "turn.completed",
     ]
     assert rows[3].data == {"tool_call_id": "call_wx1", "name": "weather_forecast", "input": {"city": "Porto"}}
-    assert rows[4].data == {
+    assert rows[5].data == {
         "tool_call_id": "call_wx1",
         "name": "weather_forecast",
         "status": "succeeded",
         "output": output,
     }
+    started, finished = rows[4].data["activity"], rows[6].data["activity"]
+    assert (started["status"], started["finished_at"], started["duration_ms"]) == ("running", None, None)
+    assert (finished["status"], finished["tool_call_id"], finished["label"]) == ("succeeded", "call_wx1", "Forecast")
+    assert finished["summary"] == "Porto: sunny, 24 °C"
+    assert finished["id"] == started["id"] and finished["duration_ms"] >= 0
+    stored = await orm(lambda: ToolActivity.objects.get(turn_id=turn.id))()
+    assert (stored.status, stored.summary, str(stored.id)) == ("succeeded", "Porto: sunny, 24 °C", finished["id"])
     parts = await assistant_parts(turn.id)
     assert [p["type"] for p in parts] == ["text", "tool", "text"]
     assert contract(parts[1]) == {
@@ -309,6 +327,10 @@ async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, 
             parts=crashed_parts,
         )
         with transaction.atomic():
+            lost = activity_begin(
+                conversation_id=conversation_id, turn_id=turn.id, tool_call_id="call_lost", name="weather_forecast"
+            )
+            activity_store(lost)
             events_append(
                 conversation_id=conversation_id,
                 events=[("tool.started", turn.id, {"tool_call_id": "call_lost", "name": "weather_forecast"})],
@@ -342,10 +364,14 @@ async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, 
         "tool.started",
         "turn.started",
         "tool.finished",
+        "activity.updated",
         "text.delta",
         "turn.completed",
     ]
     assert rows[3].data == {"attempt": 2}
+    interrupted = rows[5].data["activity"]
+    assert (interrupted["tool_call_id"], interrupted["status"]) == ("call_lost", "interrupted")
+    assert "unknown" in interrupted["summary"]
     # A client that showed the call as running learns how it ended.
     assert rows[4].data == {
         "tool_call_id": "call_lost",
@@ -380,8 +406,9 @@ async def test_it_cancels_a_running_tool_within_a_second(anthropic, bench, fake_
     assert [(p["status"], p["output"]) for p in tool_parts(parts)] == [("cancelled", cancelled)]
     assert text_of(parts) == "Starting the job."
     rows = await events(conversation_id)
-    assert [e.kind for e in rows][-2:] == ["tool.finished", "turn.cancelled"]
-    assert (rows[-2].data["status"], rows[-2].data["output"]) == ("cancelled", cancelled)
+    assert [e.kind for e in rows][-3:] == ["tool.finished", "activity.updated", "turn.cancelled"]
+    assert (rows[-3].data["status"], rows[-3].data["output"]) == ("cancelled", cancelled)
+    assert rows[-2].data["activity"]["status"] == "cancelled"
     assert len(fake_providers.requests) == 1
 
 

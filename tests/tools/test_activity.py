@@ -1,0 +1,160 @@
+"""Tool activity: the safe card metadata, its pages, and its end with the turn or conversation."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from conversations.models import Conversation, Event, Turn
+from conversations.services import conversation_create, conversation_delete, conversation_teardown
+from conversations.turns import turn_claim, turn_finish, turn_submit
+from tools.activity import (
+    UNKNOWN_TOOL_LABEL,
+    activity_begin,
+    activity_finish,
+    activity_progress,
+    activity_store,
+    safe_text,
+)
+from tools.models import ToolActivity
+from tools.registry import Tool, tool_register, tool_unregister
+
+pytestmark = pytest.mark.django_db
+
+
+def url(conversation_id: object, before: str | None = None) -> str:
+    return f"/api/conversations/{conversation_id}/activities/" + (f"?before={before}" if before else "")
+
+
+@pytest.fixture
+def conversation(owner) -> Conversation:
+    return conversation_create(name="Errands")
+
+
+@pytest.fixture
+def secret_tool():
+    async def run(context, data):
+        return {}
+
+    tool_register(
+        Tool(
+            "fetch_page",
+            "Fetch a page.",
+            {"type": "object"},
+            run,
+            label="Reading a page",
+            summarize=lambda result: f"Read {result['chars']} characters",
+        )
+    )
+    yield
+    tool_unregister("fetch_page")
+
+
+def store_activities(conversation: Conversation, count: int) -> list[ToolActivity]:
+    turn_id = uuid.uuid4()
+    start = timezone.now() - timedelta(hours=1)
+    for i in range(count):
+        activity = activity_begin(conversation_id=conversation.id, turn_id=turn_id, tool_call_id=f"call_{i}", name="x")
+        activity.created_at = start + timedelta(seconds=i)
+        activity_store(activity)
+    return list(ToolActivity.objects.order_by("-created_at"))
+
+
+def test_it_keeps_card_text_to_160_characters_without_control_characters():
+    assert safe_text("a" * 160) == "a" * 160
+    assert safe_text("a" * 161) == "a" * 159 + "…"
+    assert len(safe_text("a" * 161)) == 160
+    assert safe_text("line one\nline\ttwo\x1b[31m\x85") == "line one line two [31m"
+
+
+def test_it_labels_an_unknown_tool_generically_and_never_shows_its_name(conversation):
+    activity = activity_begin(
+        conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="<script>steal()</script>"
+    )
+    assert (activity.label, activity.kind, activity.status) == (UNKNOWN_TOOL_LABEL, "unknown", "running")
+
+
+def test_it_shows_only_what_the_descriptor_summarizes(conversation, secret_tool):
+    activity = activity_begin(conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="fetch_page")
+    activity_progress(activity, {"message": "Loading\nhttps://x.test/?token=s3cr3t", "done": 1, "total": True})
+    assert activity.progress == {"message": "Loading https://x.test/?token=s3cr3t", "done": 1, "total": None}
+
+    activity_finish(activity, status="succeeded", output={"chars": 1200, "text": "private page text"})
+
+    card = activity.as_json()
+    assert (card["label"], card["summary"], card["status"]) == ("Reading a page", "Read 1200 characters", "succeeded")
+    assert "private page text" not in str(card)
+    assert card["duration_ms"] is not None and card["duration_ms"] >= 0
+
+
+def test_it_pages_100_activities_newest_first_with_a_cursor(owner_client, conversation):
+    rows = store_activities(conversation, 101)
+
+    first = owner_client.get(url(conversation.id))
+    assert first.status_code == 200, first.content
+    body = first.json()
+    assert [a["id"] for a in body["activities"]] == [str(r.id) for r in rows[:100]]
+    assert body["next_cursor"]
+
+    # A card updated meanwhile keeps its place: pages follow creation, not updates.
+    ToolActivity.objects.filter(id=rows[100].id).update(status="failed", updated_at=timezone.now())
+    second = owner_client.get(url(conversation.id, body["next_cursor"])).json()
+    assert [a["id"] for a in second["activities"]] == [str(rows[100].id)]
+    assert second["activities"][0]["status"] == "failed"
+    assert second["next_cursor"] is None
+
+
+def test_it_gives_exactly_100_in_one_page_without_a_cursor(owner_client, conversation):
+    store_activities(conversation, 100)
+
+    body = owner_client.get(url(conversation.id)).json()
+
+    assert (len(body["activities"]), body["next_cursor"]) == (100, None)
+
+
+@pytest.mark.parametrize("cursor", ["nonsense", "MjAyNi0xMS0yOXxub3QtYS11dWlk", "x" * 300, "%00"])
+def test_it_refuses_a_cursor_it_did_not_give(owner_client, conversation, cursor):
+    response = owner_client.get(url(conversation.id, cursor))
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_cursor"
+
+
+def test_it_answers_404_for_an_unknown_conversation(owner_client):
+    response = owner_client.get(url(uuid.uuid4()))
+
+    assert response.status_code == 404
+
+
+def test_it_keeps_activities_private(anonymous_client, conversation):
+    store_activities(conversation, 1)
+
+    assert anonymous_client.get(url(conversation.id)).status_code == 401
+
+
+def test_it_marks_open_activities_interrupted_when_their_turn_fails(conversation):
+    turn, _ = turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text="Read it")
+    claim = turn_claim(turn_id=turn.id, provider="anthropic", model="m")
+    assert claim is not None
+    activity_store(activity_begin(conversation_id=conversation.id, turn_id=turn.id, tool_call_id="c1", name="x"))
+
+    assert turn_finish(turn_id=turn.id, lease_token=claim.lease_token, status="failed", code="x", message="Failed.")
+
+    assert ToolActivity.objects.get(turn_id=turn.id).status == "interrupted"
+    kinds = list(Event.objects.filter(turn_id=turn.id).order_by("sequence").values_list("kind", flat=True))
+    assert kinds[-2:] == ["activity.updated", "turn.failed"]
+    assert Turn.objects.get(id=turn.id).status == "failed"
+
+
+def test_it_deletes_activities_with_their_conversation(conversation):
+    other = conversation_create(name="Other")
+    store_activities(conversation, 2)
+    store_activities(other, 1)
+
+    conversation_delete(conversation_id=conversation.id)
+    conversation_teardown(conversation_id=conversation.id)
+
+    assert list(ToolActivity.objects.values_list("conversation_id", flat=True)) == [other.id]

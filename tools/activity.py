@@ -1,0 +1,191 @@
+"""Tool activity as the owner sees it: one card per tool call, built from safe metadata only.
+
+The engine keeps an `Activity` per running call and stores it with the events that
+announce each change (`activity.updated`, data `{"activity": A}`), in the same transaction.
+What a card may show is chosen here and by each tool's descriptor (`Tool.label`,
+`Tool.summarize`): never raw inputs, results, URLs, commands or errors of arbitrary
+formatters; every text is at most 160 characters with control characters made spaces.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypedDict
+
+from django.utils import timezone
+
+from flarebot.core.times import iso
+from tools.models import ActivityStatus, ToolActivity
+from tools.registry import tool_get
+
+TEXT_MAX = 160
+UNKNOWN_TOOL_LABEL = "Unknown tool"
+INTERRUPTED_SUMMARY = "Stopped by a crash; whether it took effect is unknown."
+FINISHED = {ActivityStatus.SUCCEEDED, ActivityStatus.FAILED, ActivityStatus.CANCELLED, ActivityStatus.INTERRUPTED}
+
+
+class ProgressJson(TypedDict):
+    message: str
+    done: int | None
+    total: int | None
+
+
+class ActivityJson(TypedDict):
+    id: str
+    turn_id: str
+    tool_call_id: str
+    kind: str
+    label: str
+    status: str
+    progress: ProgressJson | None
+    summary: str
+    execution_count: int
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    duration_ms: int | None
+
+
+def safe_text(text: object) -> str:
+    """Return text fit for a card: control characters as spaces, at most 160 characters."""
+    cleaned = "".join(" " if ch < " " or "\x7f" <= ch <= "\x9f" else ch for ch in str(text)).strip()
+    return cleaned if len(cleaned) <= TEXT_MAX else cleaned[: TEXT_MAX - 1] + "…"
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53 else None
+
+
+@dataclass
+class Activity:
+    """The activity of one tool call, as the engine holds it while the call runs."""
+
+    conversation_id: uuid.UUID
+    turn_id: uuid.UUID
+    tool_call_id: str
+    kind: str
+    label: str
+    status: str = ActivityStatus.PENDING
+    progress: ProgressJson | None = None
+    summary: str = ""
+    execution_count: int = 0
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+    created_at: datetime = field(default_factory=timezone.now)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def as_json(self) -> ActivityJson:
+        duration = None
+        if self.started_at is not None and self.finished_at is not None:
+            duration = int((self.finished_at - self.started_at).total_seconds() * 1000)
+        return {
+            "id": str(self.id),
+            "turn_id": str(self.turn_id),
+            "tool_call_id": self.tool_call_id,
+            "kind": self.kind,
+            "label": self.label,
+            "status": self.status,
+            "progress": self.progress,
+            "summary": self.summary,
+            "execution_count": self.execution_count,
+            "created_at": iso(self.created_at) or "",
+            "started_at": iso(self.started_at) if self.started_at else None,
+            "finished_at": iso(self.finished_at) if self.finished_at else None,
+            "duration_ms": duration,
+        }
+
+
+def activity_begin(*, conversation_id: uuid.UUID, turn_id: uuid.UUID, tool_call_id: str, name: str) -> Activity:
+    """Return the activity of a call that starts now; unknown tools get a generic label."""
+    tool = tool_get(name)
+    return Activity(
+        conversation_id=conversation_id,
+        turn_id=turn_id,
+        tool_call_id=tool_call_id[:128],
+        kind=safe_text(name)[:64] if tool else "unknown",
+        label=safe_text(tool.label or tool.name) if tool else UNKNOWN_TOOL_LABEL,
+        status=ActivityStatus.RUNNING,
+        execution_count=1,
+        started_at=timezone.now(),
+    )
+
+
+def activity_progress(activity: Activity, progress: dict[str, Any]) -> None:
+    """Take the safe fields of a progress report: a short message and counts."""
+    activity.progress = {
+        "message": safe_text(progress.get("message", "")),
+        "done": _count(progress.get("done")),
+        "total": _count(progress.get("total")),
+    }
+
+
+def activity_finish(activity: Activity, *, status: str, output: Any) -> None:
+    """End the activity with its outcome and the summary its tool's descriptor allows."""
+    activity.status = status
+    activity.finished_at = timezone.now()
+    tool = tool_get(activity.kind)
+    summary = ""
+    if tool is not None and tool.summarize is not None and status == ActivityStatus.SUCCEEDED:
+        summary = tool.summarize(output)
+    elif status != ActivityStatus.SUCCEEDED and isinstance(output, dict):
+        # Failure messages are written by the engine or raised as ToolFailed: safe by contract.
+        summary = str(output.get("message", ""))
+    activity.summary = safe_text(summary)
+
+
+def activity_store(activity: Activity) -> None:
+    """Write the activity's current state (inside the caller's transaction)."""
+    state = {
+        "conversation_id": activity.conversation_id,
+        "kind": activity.kind,
+        "label": activity.label,
+        "status": activity.status,
+        "progress": activity.progress,
+        "summary": activity.summary,
+        "execution_count": activity.execution_count,
+        "started_at": activity.started_at,
+        "finished_at": activity.finished_at,
+    }
+    ToolActivity.objects.update_or_create(
+        turn_id=activity.turn_id,
+        tool_call_id=activity.tool_call_id,
+        defaults=state,
+        create_defaults={**state, "id": activity.id, "created_at": activity.created_at},
+    )
+
+
+def activity_from_row(row: ToolActivity) -> Activity:
+    return Activity(
+        conversation_id=row.conversation_id,
+        turn_id=row.turn_id,
+        tool_call_id=row.tool_call_id,
+        kind=row.kind,
+        label=row.label,
+        status=row.status,
+        progress=row.progress,
+        summary=row.summary,
+        execution_count=row.execution_count,
+        id=row.id,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+def activities_interrupt(*, turn_id: uuid.UUID) -> list[ActivityJson]:
+    """Mark the turn's unfinished activities interrupted (their worker died); return them."""
+    rows = list(ToolActivity.objects.select_for_update().filter(turn_id=turn_id).exclude(status__in=FINISHED))
+    interrupted = []
+    for row in rows:
+        activity = activity_from_row(row)
+        activity_finish(activity, status=ActivityStatus.INTERRUPTED, output={"message": INTERRUPTED_SUMMARY})
+        activity_store(activity)
+        interrupted.append(activity.as_json())
+    return interrupted
+
+
+def activities_delete(*, conversation_id: uuid.UUID) -> None:
+    """Delete every activity of a conversation that is being deleted."""
+    ToolActivity.objects.filter(conversation_id=conversation_id).delete()

@@ -1,0 +1,52 @@
+"""Tool activity: safe, bounded metadata about each tool call, for the owner's activity cards.
+
+Not a second transcript: inputs and results stay in the message's tool parts. A row holds
+only a label, a status, optional progress and a short summary that the tool's descriptor
+chose to expose. `conversation_id` is a plain UUID (tools sits below conversations);
+deleting a conversation deletes its rows through `activities_delete`.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from flarebot.core.models import BaseModel
+
+
+class ActivityStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+    INTERRUPTED = "interrupted", "Interrupted"  # its worker died; the outcome is unknown
+
+
+class ToolActivity(BaseModel):
+    # Set by the engine when the call starts (not at insert), so the time in the first
+    # activity.updated event and the stored row agree; pages are cut by it.
+    created_at = models.DateTimeField(default=timezone.now)
+    conversation_id = models.UUIDField()
+    turn_id = models.UUIDField()
+    tool_call_id = models.CharField(max_length=128)
+    kind = models.CharField(max_length=64)
+    label = models.CharField(max_length=160)
+    status = models.CharField(max_length=16, choices=ActivityStatus.choices, default=ActivityStatus.PENDING)
+    progress = models.JSONField(null=True, blank=True)
+    summary = models.CharField(max_length=160, blank=True, default="")
+    execution_count = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["turn_id", "tool_call_id"], name="tools_activity_call_unique"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=ActivityStatus.values), name="tools_activity_status_valid"
+            ),
+        ]
+        indexes = [
+            # activity_page: a conversation's activities, newest creation first
+            models.Index(fields=["conversation_id", "-created_at", "-id"], name="tools_activity_page"),
+        ]
