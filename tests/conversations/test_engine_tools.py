@@ -206,7 +206,8 @@ async def test_it_runs_a_tool_and_sends_its_result_back_to_the_model(provider, b
     assert (started["status"], started["finished_at"], started["duration_ms"]) == ("running", None, None)
     assert (finished["status"], finished["tool_call_id"], finished["label"]) == ("succeeded", "call_wx1", "Forecast")
     assert finished["summary"] == "Porto: sunny, 24 °C"
-    assert finished["id"] == started["id"] and finished["duration_ms"] >= 0
+    assert finished["id"] == started["id"]
+    assert finished["duration_ms"] >= 0
     stored = await orm(lambda: ToolActivity.objects.get(turn_id=turn.id))()
     assert (stored.status, stored.summary, str(stored.id)) == ("succeeded", "Porto: sunny, 24 °C", finished["id"])
     parts = await assistant_parts(turn.id)

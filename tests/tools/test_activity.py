@@ -78,7 +78,9 @@ def test_it_labels_an_unknown_tool_generically_and_never_shows_its_name(conversa
 
 
 def test_it_shows_only_what_the_descriptor_summarizes(conversation, secret_tool):
-    activity = activity_begin(conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="fetch_page")
+    activity = activity_begin(
+        conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="fetch_page"
+    )
     activity_progress(activity, {"message": "Loading\nhttps://x.test/?token=s3cr3t", "done": 1, "total": True})
     assert activity.progress == {"message": "Loading https://x.test/?token=s3cr3t", "done": 1, "total": None}
 
@@ -87,7 +89,8 @@ def test_it_shows_only_what_the_descriptor_summarizes(conversation, secret_tool)
     card = activity.as_json()
     assert (card["label"], card["summary"], card["status"]) == ("Reading a page", "Read 1200 characters", "succeeded")
     assert "private page text" not in str(card)
-    assert card["duration_ms"] is not None and card["duration_ms"] >= 0
+    assert card["duration_ms"] is not None
+    assert card["duration_ms"] >= 0
 
 
 def test_it_pages_100_activities_newest_first_with_a_cursor(owner_client, conversation):
