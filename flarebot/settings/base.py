@@ -49,6 +49,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "flarebot.core.middleware.PrivateResponseMiddleware",
+    "flarebot.core.middleware.ContentSecurityPolicyMiddleware",
     "flarebot.core.middleware.OriginGuardMiddleware",
     "flarebot.core.middleware.InstallationGuardMiddleware",
     "flarebot.core.middleware.DuplicateSessionCookieMiddleware",

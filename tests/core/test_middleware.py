@@ -266,3 +266,18 @@ def test_it_reports_status_to_any_origin(owner, anonymous_client):
 
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+
+
+def test_it_lets_pages_run_only_their_own_scripts_and_styles(owner_client):
+    policy = owner_client.get("/")["Content-Security-Policy"]
+
+    directives = dict(d.strip().split(" ", 1) for d in policy.split(";"))
+    assert directives["script-src"] == "'self'"
+    assert directives["style-src"] == "'self'"
+    assert directives["object-src"] == "'none'"
+    assert directives["frame-ancestors"] == "'none'"
+    assert "unsafe" not in policy
+
+
+def test_it_gives_the_sign_in_page_the_same_policy(owner, anonymous_client):
+    assert "script-src 'self';" in anonymous_client.get("/login/")["Content-Security-Policy"]
