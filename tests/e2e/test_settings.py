@@ -182,6 +182,7 @@ def test_an_invalid_key_shows_why_and_stays_missing(settings_page: Page) -> None
     expect(form.locator("input")).to_have_attribute("aria-invalid", "true")
     expect(form.locator("[data-role=state]")).to_have_text("Missing")
     assert api_get(page, "/api/settings/model/")["credentials"]["anthropic"] == "missing"
+    screenshot(page, "settings-key-error")
 
 
 def test_owner_saves_instructions_and_sees_them_after_a_reload(settings_page: Page) -> None:
