@@ -25,9 +25,10 @@ export function humanize(name) {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-/** Return a short duration: "0.4 s", "12 s", "3 min 5 s". */
+/** Return a short duration: "80 ms", "2.4 s", "12 s", "3 min 5 s". */
 export function formatDuration(ms) {
   if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 10000) return `${(ms / 1000).toFixed(1)} s`;
   const seconds = Math.round(ms / 1000);
   if (seconds < 60) return `${seconds} s`;

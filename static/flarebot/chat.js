@@ -950,7 +950,6 @@ async function createConversation(name) {
   const conversation = await api("/api/conversations/", { method: "POST", body });
   state.conversations = [conversation, ...state.conversations.filter((c) => c.id !== conversation.id)];
   select(conversation.id);
-  scheduleConversationsRefresh();
   return conversation;
 }
 
