@@ -361,8 +361,16 @@ class ConversationView {
       if (turn) turn.setStatus(info.status, info.error || null);
     }
     for (const turn of this.turns.values()) if (turn.status === null) turn.setStatus("completed");
-    // Messages sent before a resync whose turn has not shown up yet stay on screen.
-    for (const pending of this.pending.values()) this.root.append(pending.turn.el);
+    // Messages sent before this snapshot: one the snapshot holds is shown from it; one it
+    // does not hold yet stays on screen until its turn.queued event arrives.
+    for (const [requestId, pending] of this.pending) {
+      if (pending.turnId && this.turns.has(pending.turnId)) {
+        this.pending.delete(requestId);
+        continue;
+      }
+      this.turns.set(pending.turn.key, pending.turn);
+      this.root.append(pending.turn.el);
+    }
     this.lastSequence = Number(snapshot.last_sequence) || 0;
     this.loaded = true;
     stick = true;
@@ -498,7 +506,8 @@ class ConversationView {
     const pending = this.pending.get(requestId);
     if (!pending || pending.acked) return;
     pending.acked = true;
-    this.adopt(pending.turn, turnId);
+    pending.turnId = turnId;
+    pending.turn = this.adopt(pending.turn, turnId);
   }
 
   /** Give an optimistic turn its id, unless that turn already arrived through an event. */
@@ -672,7 +681,7 @@ class ConversationView {
     const turn = this.turnFor(`request:${requestId}`);
     turn.setUser({ parts: [{ type: "text", text }] }, { pending: true });
     turn.setStatus("queued");
-    const pending = { text, turn, viaSocket: false, acked: false };
+    const pending = { text, turn, viaSocket: false, acked: false, turnId: null };
     this.pending.set(requestId, pending);
     stick = true;
     this.schedule();
@@ -772,6 +781,11 @@ function scheduleConversationsRefresh() {
 
 function renderSidebar() {
   const items = state.conversations.map((conversation) => {
+    if (state.editing === conversation.id) {
+      // Keep the open rename field or delete question (and what was typed) as it is.
+      const open = ui.list.querySelector(`li[data-conversation-id="${conversation.id}"]`);
+      if (open && open.querySelector(state.editMode === "rename" ? ".rename-form" : ".delete-confirm")) return open;
+    }
     const li = el("li", "conversation");
     li.dataset.conversationId = conversation.id;
     const current = conversation.id === state.currentId;
