@@ -29,6 +29,7 @@ import json
 import os
 import sys
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -260,6 +261,7 @@ class PageFigures:
 def _signed_in_state(browser: Browser, bench: BenchStack) -> StorageState:
     """Sign in through the real sign-in form once; later contexts start with its cookies."""
     context = browser.new_context(base_url=bench.base_url)
+    context.set_default_timeout(2 * TIMEOUT_MS)
     page = context.new_page()
     page.goto("/login/")
     page.fill("input[name=username]", "bench")
@@ -372,6 +374,29 @@ def summarize(figures: PageFigures) -> dict[str, Any]:
     }
 
 
+def http_round_trips(bench: BenchStack, selected: str, runs: int) -> dict[str, float]:
+    """Time sequential GETs without a browser (p50 ms): what daphne and Django add per request."""
+    paths = [
+        "/",
+        "/settings/",
+        "/static/flarebot/base.css",
+        "/api/conversations/",
+        f"/api/conversations/{selected}/messages/",
+        "/api/settings/model/",
+        "/api/settings/instructions/",
+    ]
+    figures: dict[str, float] = {}
+    with bench.client() as client:
+        for path in paths:
+            durations = []
+            for _ in range(max(runs, 5) + 1):
+                began = time.perf_counter()
+                client.get(path).raise_for_status()
+                durations.append((time.perf_counter() - began) * 1000)
+            figures[path.replace(selected, "{id}")] = round(percentile(durations[1:], 50), 1)
+    return figures
+
+
 def own_files_on_disk() -> dict[str, int]:
     folder = ROOT / "static" / "flarebot"
     return {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.suffix in (".js", ".css")}
@@ -384,6 +409,8 @@ def _ms(value: float | None, digits: int = 1) -> str:
 def report(pages: list[dict[str, Any]], *, runs: int, messages: int) -> int:
     """Print the figures; return the bytes of own JS+CSS the two pages load together."""
     print(f"{runs} cold + {runs} warm loads per page; {CONVERSATIONS} conversations, {messages} messages in `/`")
+    one, five, fifteen = os.getloadavg()
+    print(f"load average now: {one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} CPUs (noisy when busy)")
     print(f"{'page':<11} {'load':<5} {'ttfb p50':>9} {'render p50':>11} {'render p95':>11} "
           f"{'inter p50':>10} {'inter p95':>10}")  # fmt: skip
     for page in pages:
@@ -438,9 +465,11 @@ def main() -> None:
     try:
         selected, messages = seed(bench)
         pages = [summarize(f) for f in measure(bench, args.runs, selected, messages)]
+        round_trips = http_round_trips(bench, selected, args.runs)
     finally:
         bench.stop()
     own_total = report(pages, runs=args.runs, messages=messages)
+    print("HTTP round trips without a browser, p50: " + ", ".join(f"{p} {ms:.1f}ms" for p, ms in round_trips.items()))
     out = Path(__file__).resolve().parent / "results" / "pages.json"
     out.parent.mkdir(exist_ok=True)
     summary = {
@@ -453,7 +482,7 @@ def main() -> None:
         "own_files_on_disk": own_files_on_disk(),
         "targets": {"first_render_ms": TARGET_FIRST_RENDER_MS, "own_bytes": TARGET_OWN_BYTES},
     }
-    out.write_text(json.dumps({**summary, "pages": pages}, indent=2))
+    out.write_text(json.dumps({**summary, "pages": pages, "http_round_trips_ms_p50": round_trips}, indent=2))
     print(f"written {out}")
 
 
