@@ -48,6 +48,14 @@ function el(tag, className, text) {
   return node;
 }
 
+function button(text, className, onClick, label) {
+  const node = el("button", className, text);
+  node.type = "button";
+  if (label) node.setAttribute("aria-label", label);
+  node.addEventListener("click", onClick);
+  return node;
+}
+
 // ---------------------------------------------------------------------------------------
 // HTTP
 
@@ -85,21 +93,10 @@ async function api(path, { method = "GET", body, signal } = {}) {
     toSignIn();
     throw new ApiError(401, "session_expired", "Your session has ended.");
   }
-  let data = null;
-  if (response.status !== 204) {
-    try {
-      data = await response.json();
-    } catch {
-      data = null;
-    }
-  }
+  const data = response.status === 204 ? null : await response.json().catch(() => null);
   if (!response.ok) {
-    const error = data && data.error;
-    throw new ApiError(
-      response.status,
-      (error && error.code) || `http_${response.status}`,
-      (error && error.message) || `The server answered with status ${response.status}.`,
-    );
+    const { code, message } = data?.error || {};
+    throw new ApiError(response.status, code, message || `The server answered with status ${response.status}.`);
   }
   return data;
 }
@@ -801,17 +798,11 @@ function renderSidebar() {
         event.preventDefault();
         select(conversation.id);
       });
-      const rename = el("button", "icon-button rename", "✎");
-      rename.type = "button";
-      rename.setAttribute("aria-label", `Rename ${conversation.name}`);
-      rename.title = "Rename";
-      rename.addEventListener("click", () => startEdit(conversation.id, "rename"));
-      const remove = el("button", "icon-button delete", "×");
-      remove.type = "button";
-      remove.setAttribute("aria-label", `Delete ${conversation.name}`);
-      remove.title = "Delete";
-      remove.addEventListener("click", () => startEdit(conversation.id, "delete"));
-      li.append(link, rename, remove);
+      li.append(
+        link,
+        button("✎", "icon-button rename", () => startEdit(conversation.id, "rename"), `Rename ${conversation.name}`),
+        button("×", "icon-button delete", () => startEdit(conversation.id, "delete"), `Delete ${conversation.name}`),
+      );
     }
     li.classList.toggle("current", current);
     return li;
@@ -848,19 +839,16 @@ function renameForm(conversation) {
   input.value = conversation.name;
   input.maxLength = 120;
   input.setAttribute("aria-label", "Conversation name");
-  const save = el("button", "primary", "Save");
-  save.type = "submit";
-  const cancel = el("button", "cancel", "Cancel");
-  cancel.type = "button";
-  form.append(input, save, cancel);
   let done = false;
+  const cancel = () => {
+    done = true;
+    endEdit(conversation.id);
+  };
+  form.append(input, el("button", "primary", "Save"), button("Cancel", "cancel", cancel));
   const submit = async () => {
     if (done) return;
     const name = input.value.trim();
-    if (!name || name === conversation.name) {
-      done = true;
-      return endEdit(conversation.id);
-    }
+    if (!name || name === conversation.name) return cancel();
     done = true;
     try {
       await api(`/api/conversations/${conversation.id}/`, { method: "PATCH", body: { name } });
@@ -877,15 +865,10 @@ function renameForm(conversation) {
     event.preventDefault();
     submit();
   });
-  cancel.addEventListener("click", () => {
-    done = true;
-    endEdit(conversation.id);
-  });
   input.addEventListener("keydown", (event) => {
     if (event.key === "Escape") {
       event.preventDefault();
-      done = true;
-      endEdit(conversation.id);
+      cancel();
     }
   });
   form.addEventListener("focusout", (event) => {
@@ -900,11 +883,7 @@ function deleteConfirm(conversation) {
   box.setAttribute("role", "group");
   box.setAttribute("aria-label", `Delete ${conversation.name}?`);
   const question = el("span", "delete-question", `Delete “${conversation.name}”?`);
-  const confirm = el("button", "danger confirm-delete", "Delete");
-  confirm.type = "button";
-  const cancel = el("button", "cancel", "Cancel");
-  cancel.type = "button";
-  confirm.addEventListener("click", async () => {
+  const confirm = button("Delete", "danger confirm-delete", async () => {
     confirm.disabled = true;
     state.deleting = conversation.id;
     try {
@@ -917,7 +896,7 @@ function deleteConfirm(conversation) {
       reportError(error);
     }
   });
-  cancel.addEventListener("click", () => endEdit(conversation.id));
+  const cancel = button("Cancel", "cancel", () => endEdit(conversation.id));
   box.addEventListener("keydown", (event) => {
     if (event.key === "Escape") endEdit(conversation.id);
   });
