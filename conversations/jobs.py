@@ -6,14 +6,16 @@ import uuid
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
 
 # The workers load the provider SDKs when they start, not in the first turn.
 import conversations.providers.anthropic_messages
 import conversations.providers.openai_chat  # noqa: F401
 from conversations import services, turns
-from conversations.engine.runner import run_turn
-from conversations.engine.runtime import engine_runtime
+from conversations.engine.runtime import engine_runtime, engine_runtime_started
+
+# How long a stopping worker lets the turns it started from the doorbell finish.
+SHUTDOWN_GRACE_SECONDS = 120
 
 
 @shared_task(name="conversations.jobs.conversation_teardown")
@@ -32,7 +34,7 @@ def conversation_finish_deletions() -> None:
 def turn_run(turn_id: str) -> None:
     """Run one turn on this process's engine loop; a duplicate delivery returns at once."""
     runtime = engine_runtime()
-    runtime.run(run_turn(uuid.UUID(turn_id), cancels=runtime.cancels))
+    runtime.run(runtime.turn(uuid.UUID(turn_id)))
 
 
 @shared_task(name="conversations.jobs.turns_reconcile")
@@ -43,5 +45,13 @@ def turns_reconcile() -> None:
 
 @worker_ready.connect
 def _recover_on_start(**kwargs: Any) -> None:
+    engine_runtime()  # answers the turn doorbell from now on
     conversation_finish_deletions.delay()
     turns_reconcile.delay()
+
+
+@worker_shutdown.connect
+def _finish_running_turns(**kwargs: Any) -> None:
+    runtime = engine_runtime_started()
+    if runtime is not None:
+        runtime.shutdown(SHUTDOWN_GRACE_SECONDS)

@@ -19,6 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations.engine.cancel_bus import publish_cancel
+from conversations.engine.doorbell import doorbell_ring
 from conversations.eventlog import EventFrame, NewEvent, events_append, events_publish_sync
 from conversations.models import (
     TERMINAL_TURN_STATUSES,
@@ -76,6 +77,8 @@ def user_text_clean(text: str) -> str:
 
 
 def enqueue_turn(turn_id: uuid.UUID) -> None:
+    """Start a turn: the doorbell is the fast lane, the Celery task the durable one."""
+    doorbell_ring(turn_id)
     current_app.send_task("conversations.jobs.turn_run", args=[str(turn_id)])
 
 

@@ -20,6 +20,16 @@ OWNER_USERNAME = "owner"
 OWNER_PASSWORD = "a-long-owner-passphrase-42"
 
 
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the live-stack tests last, in their usual order.
+
+    Once the live worker runs, it answers every turn that any test submits (through the
+    doorbell or Celery, on the shared Redis and database), so tests that run the engine
+    in this process must come before it starts.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("live") is not None)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     release_redis_db(os.environ["REDIS_URL"], os.environ["FLAREBOT_TEST_RUN_ID"])
     data_dir = os.environ["FLAREBOT_DATA_DIR"]

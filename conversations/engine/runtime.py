@@ -3,6 +3,8 @@
 Celery's thread-pool task slots hand turns to this loop and wait for them, so dozens of
 turns stream concurrently on one loop with shared SDK clients and channel-layer
 connections (measured here: about twice as fast to first delta as a thread per turn).
+The loop also answers the turn doorbell (`doorbell.py`), which usually starts a turn
+before its Celery task arrives; that task then waits for the running turn.
 """
 
 from __future__ import annotations
@@ -10,11 +12,16 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+import uuid
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from django.conf import settings
+
 from conversations.engine.cancel_bus import CancelListener
+from conversations.engine.doorbell import DoorbellListener
+from conversations.engine.runner import run_turn
 
 T = TypeVar("T")
 
@@ -29,12 +36,32 @@ class EngineRuntime:
         # Database calls of the turns run here, off the loop.
         self.loop.set_default_executor(ThreadPoolExecutor(max_workers=8, thread_name_prefix="turn-db"))
         self.cancels = CancelListener()
+        self._turns: dict[uuid.UUID, asyncio.Task[None]] = {}  # touched on the loop only
+        self.doorbell = DoorbellListener(self.turn, capacity=settings.CONFIG.worker_concurrency)
         self._thread = threading.Thread(target=self.loop.run_forever, name="turn-engine", daemon=True)
         self._thread.start()
+        self.loop.call_soon_threadsafe(lambda: self.loop.create_task(self.doorbell.listen()))
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the engine loop and wait for its result (from a task slot)."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    async def turn(self, turn_id: uuid.UUID) -> None:
+        """Run a turn to its end, or wait for it if this process already runs it."""
+        task = self._turns.get(turn_id)
+        if task is None:
+            task = self._turns[turn_id] = self.loop.create_task(run_turn(turn_id, cancels=self.cancels))
+            task.add_done_callback(lambda _: self._turns.pop(turn_id, None))
+        await asyncio.shield(task)
+
+    def shutdown(self, timeout: float) -> None:
+        """Answer no more rings and wait (at most `timeout`) for the turns the doorbell started."""
+        self.doorbell.stop()
+        drained = asyncio.run_coroutine_threadsafe(self.doorbell.drain(), self.loop)
+        try:
+            drained.result(timeout)
+        except TimeoutError:
+            drained.cancel()  # their leases expire and reconciliation retries them
 
 
 _runtime: EngineRuntime | None = None
@@ -47,3 +74,8 @@ def engine_runtime() -> EngineRuntime:
         if _runtime is None:
             _runtime = EngineRuntime()
         return _runtime
+
+
+def engine_runtime_started() -> EngineRuntime | None:
+    """Return this process's runtime if it was started."""
+    return _runtime

@@ -1,0 +1,147 @@
+"""The turn doorbell: rings reach a listening engine at once, and never start a turn twice."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import redis
+
+from conversations.engine import doorbell
+from conversations.engine.doorbell import DoorbellListener, doorbell_ring
+from conversations.engine.runtime import EngineRuntime
+from conversations.models import Event, Message, Turn
+from conversations.services import conversation_create
+from conversations.turns import turn_submit
+from tests.support.engine import engine_cleanup, eventually
+from tests.support.fake_providers import Text
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def empty_doorbell(settings):
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    client.delete(doorbell.KEY)
+    doorbell._client = None  # the settings' Redis of this test
+    yield client
+    client.delete(doorbell.KEY)
+
+
+class Starter:
+    def __init__(self) -> None:
+        self.started: list[uuid.UUID] = []
+        self.release = asyncio.Event()
+        self.running = 0
+        self.most_at_once = 0
+
+    async def __call__(self, turn_id: uuid.UUID) -> None:
+        self.started.append(turn_id)
+        self.running += 1
+        self.most_at_once = max(self.most_at_once, self.running)
+        try:
+            await self.release.wait()
+        finally:
+            self.running -= 1
+
+
+async def listening(listener: DoorbellListener) -> asyncio.Task[None]:
+    task = asyncio.get_running_loop().create_task(listener.listen())
+    await asyncio.sleep(0.05)
+    return task
+
+
+async def stop(listener: DoorbellListener, task: asyncio.Task[None]) -> None:
+    listener.stop()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_it_starts_every_rung_turn_in_ring_order():
+    starter = Starter()
+    listener = DoorbellListener(starter, capacity=10)
+    turn_ids = [uuid.uuid4() for _ in range(5)]
+    for turn_id in turn_ids:
+        doorbell_ring(turn_id)
+    task = await listening(listener)
+    try:
+        await eventually(lambda: _async(len(starter.started) == 5), timeout=5, what="every ring answered")
+        assert starter.started == turn_ids
+    finally:
+        starter.release.set()
+        await stop(listener, task)
+
+
+async def test_it_starts_no_more_turns_at_once_than_its_capacity():
+    starter = Starter()
+    listener = DoorbellListener(starter, capacity=2)
+    task = await listening(listener)
+    try:
+        for _ in range(4):
+            doorbell_ring(uuid.uuid4())
+        await eventually(lambda: _async(starter.running == 2), timeout=5, what="two turns running")
+        await asyncio.sleep(0.2)
+        assert starter.running == 2
+        starter.release.set()
+        await eventually(lambda: _async(len(starter.started) == 4), timeout=5, what="the other two")
+        assert starter.most_at_once == 2
+    finally:
+        starter.release.set()
+        await stop(listener, task)
+
+
+async def test_it_ignores_a_ring_that_is_not_a_turn_id(empty_doorbell):
+    starter = Starter()
+    listener = DoorbellListener(starter, capacity=4)
+    empty_doorbell.lpush(doorbell.KEY, "not-a-uuid", b"\xff\xfe")
+    good = uuid.uuid4()
+    doorbell_ring(good)
+    task = await listening(listener)
+    try:
+        await eventually(lambda: _async(starter.started == [good]), timeout=5, what="the valid ring")
+    finally:
+        starter.release.set()
+        await stop(listener, task)
+
+
+def test_it_keeps_rings_bounded_and_short_lived_while_no_worker_listens(empty_doorbell):
+    for _ in range(doorbell.MAX_WAITING + 5):
+        doorbell_ring(uuid.uuid4())
+
+    assert empty_doorbell.llen(doorbell.KEY) == doorbell.MAX_WAITING
+    assert 0 < empty_doorbell.ttl(doorbell.KEY) <= doorbell.RING_TTL_SECONDS
+
+
+def test_a_lost_ring_is_only_logged(settings, caplog):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    doorbell._client = None
+
+    doorbell_ring(uuid.uuid4())
+
+    assert "Celery delivers it" in caplog.text
+
+
+async def _async(value: bool) -> bool:
+    return value
+
+
+def test_the_engine_runs_a_turn_once_when_the_doorbell_and_two_celery_deliveries_race(anthropic, fake_providers):
+    fake_providers.script([Text("Only "), Text("once.", delay=0.3)], [Text("A second run.")])
+    conversation = conversation_create(name="Race")
+    turn, _ = turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text="Say it once.")
+    runtime = EngineRuntime()  # answers the ring of the submit
+    try:
+        with ThreadPoolExecutor(2) as pool:  # two deliveries of the Celery task at once
+            list(pool.map(lambda _: runtime.run(runtime.turn(turn.id)), range(2)))
+
+        assert Turn.objects.get(id=turn.id).status == "completed"
+        assert len(fake_providers.requests) == 1
+        answer = Message.objects.get(turn=turn, role="assistant")
+        assert [p["text"] for p in answer.parts if p["type"] == "text"] == ["Only once."]
+        assert Event.objects.filter(turn_id=turn.id, kind="turn.started").count() == 1
+    finally:
+        runtime.shutdown(5)
+        runtime.run(engine_cleanup(runtime.cancels))
+        runtime.loop.call_soon_threadsafe(runtime.loop.stop)
