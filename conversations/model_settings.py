@@ -99,7 +99,7 @@ class TurnModel:
 
 def turn_model_snapshot() -> TurnModel:
     """Read configuration and key together, for one turn attempt."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # the engine calls it inside its claim
         config = _configuration()
         if config.provider not in KEYED_PROVIDERS:
             return TurnModel(config.provider, config.model, None)

@@ -15,7 +15,7 @@ from typing import Any
 
 from celery import current_app
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from conversations.engine.cancel_bus import publish_cancel
@@ -223,14 +223,21 @@ def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Cl
     now = timezone.now()
     frames: list[EventFrame] = []
     with transaction.atomic(savepoint=False):
-        turn = Turn.objects.select_for_update().filter(id=turn_id).select_related("conversation").first()
+        earlier = Turn.objects.filter(
+            conversation_id=OuterRef("conversation_id"), ordinal__lt=OuterRef("ordinal"), status__in=UNFINISHED
+        )
+        turn = (
+            Turn.objects.select_for_update()
+            .filter(id=turn_id)
+            .select_related("conversation")
+            .annotate(waits=Exists(earlier))
+            .first()
+        )
         if turn is None or turn.status in TERMINAL_TURN_STATUSES:
             return None
         if turn.status == TurnStatus.RUNNING and turn.lease_expires_at and turn.lease_expires_at > now:
             return None  # a live attempt owns it: a duplicate delivery
-        if Turn.objects.filter(
-            conversation_id=turn.conversation_id, ordinal__lt=turn.ordinal, status__in=UNFINISHED
-        ).exists():
+        if turn.waits:
             return None  # runs when the earlier turn finishes
         recovering = turn.status == TurnStatus.RUNNING
         without_progress = turn.attempts_without_progress + (1 if recovering else 0)

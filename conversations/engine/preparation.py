@@ -31,13 +31,15 @@ class Prepared:
 
 def attempt_start(turn_id: uuid.UUID) -> tuple[Claim, Prepared] | None:
     """Claim a turn and prepare its first attempt in one transaction (the hot path)."""
-    model = turn_model_snapshot()
-    system = instructions_effective()
     with transaction.atomic():
+        model = turn_model_snapshot()
+        system = instructions_effective()
         claim = turn_claim(turn_id=turn_id, provider=model.provider, model=model.model)
         if claim is None:
             return None
-        return claim, _prepare(claim, model=model, system=system, first_attempt=claim.attempt == 1)
+        # The claim holds the turn's row lock and found no cancel request.
+        first = claim.attempt == 1
+        return claim, _prepare(claim, model=model, system=system, first_attempt=first, steps=claim.steps, cancel=False)
 
 
 def attempt_prepare(claim: Claim) -> Prepared:
@@ -49,9 +51,18 @@ def attempt_prepare(claim: Claim) -> Prepared:
         return _prepare(claim, model=model, system=system, first_attempt=False)
 
 
-def _prepare(claim: Claim, *, model: TurnModel, system: str, first_attempt: bool) -> Prepared:
+def _prepare(
+    claim: Claim,
+    *,
+    model: TurnModel,
+    system: str,
+    first_attempt: bool,
+    steps: int | None = None,
+    cancel: bool | None = None,
+) -> Prepared:
     """Read the transcript and this turn's answer so far, inside the caller's transaction."""
-    turn = Turn.objects.only("id", "steps", "cancel_requested").get(id=claim.turn_id)
+    if steps is None or cancel is None:
+        steps, cancel = Turn.objects.filter(id=claim.turn_id).values_list("steps", "cancel_requested").get()
     transcript = [
         {"role": role, "parts": parts}
         for role, parts in Message.objects.filter(conversation_id=claim.conversation_id, ordinal__lte=2 * claim.ordinal)
@@ -60,12 +71,12 @@ def _prepare(claim: Claim, *, model: TurnModel, system: str, first_attempt: bool
     ]
     fields = {"conversation_id": claim.conversation_id, "ordinal": 2 * claim.ordinal + 1, "parts": []}
     if first_attempt:
-        assistant = Message.objects.create(turn=turn, role=MessageRole.ASSISTANT, **fields)
+        assistant = Message.objects.create(turn_id=claim.turn_id, role=MessageRole.ASSISTANT, **fields)
     else:
-        assistant, _ = Message.objects.get_or_create(turn=turn, role=MessageRole.ASSISTANT, defaults=fields)
-    parts, events = _resume_parts(list(assistant.parts), turn_id=turn.id, steps=turn.steps)
+        assistant, _ = Message.objects.get_or_create(turn_id=claim.turn_id, role=MessageRole.ASSISTANT, defaults=fields)
+    parts, events = _resume_parts(list(assistant.parts), turn_id=claim.turn_id, steps=steps)
     if not first_attempt:
-        events += activity_events(turn.id, activities_interrupt(turn_id=turn.id))
+        events += activity_events(claim.turn_id, activities_interrupt(turn_id=claim.turn_id))
     frames: list[EventFrame] = []
     if events:
         Message.objects.filter(id=assistant.id).update(parts=parts)
@@ -76,8 +87,8 @@ def _prepare(claim: Claim, *, model: TurnModel, system: str, first_attempt: bool
         transcript=transcript,
         assistant_message_id=assistant.id,
         parts=parts,
-        steps=turn.steps,
-        cancel_requested=turn.cancel_requested,
+        steps=steps,
+        cancel_requested=cancel,
         frames=frames,
     )
 
