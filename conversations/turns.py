@@ -214,6 +214,21 @@ class Claim:
     frames: list[EventFrame] = field(default_factory=list)
 
 
+# What the claim reads of a turn: loading whole rows cost more CPU than the query.
+CLAIM_FIELDS = (
+    "id",
+    "conversation_id",
+    "ordinal",
+    "status",
+    "lease_expires_at",
+    "attempts",
+    "attempts_without_progress",
+    "cancel_requested",
+    "started_at",
+    "steps",
+)
+
+
 def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Claim | None:
     """Take the lease of a runnable turn; None when it is finished, owned or must wait.
 
@@ -230,6 +245,7 @@ def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Cl
             Turn.objects.select_for_update()
             .filter(id=turn_id)
             .select_related("conversation")
+            .only(*CLAIM_FIELDS, "conversation__state")
             .annotate(waits=Exists(earlier))
             .first()
         )

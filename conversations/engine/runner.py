@@ -60,11 +60,13 @@ async def run_turn(turn_id: uuid.UUID, *, cancels: CancelListener) -> None:
     if started is None:
         return
     claim, prepared = started
-    await events_publish(conversation_id=claim.conversation_id, frames=claim.frames)
+    # turn.started goes out while the model call starts; later events wait for it, so
+    # clients still see them in order.
+    announced = asyncio.ensure_future(events_publish(conversation_id=claim.conversation_id, frames=claim.frames))
     cancelled = await cancels.watch(turn_id)
     heartbeat = asyncio.get_running_loop().create_task(_heartbeat(claim))
     try:
-        await _run_claimed(claim, cancelled, prepared)
+        await _run_claimed(claim, cancelled, prepared, announced)
     except LeaseLost:
         logger.info("turn %s: lease lost, another attempt owns it", turn_id)
     finally:
@@ -79,12 +81,16 @@ async def _heartbeat(claim: Claim) -> None:
             return
 
 
-async def _run_claimed(claim: Claim, cancelled: asyncio.Event, first: Prepared) -> None:
+async def _run_claimed(
+    claim: Claim, cancelled: asyncio.Event, first: Prepared, announced: asyncio.Future[None]
+) -> None:
     prepared: Prepared | None = first
     while True:
         if prepared is None:
             prepared = await db(attempt_prepare)(claim)
-        await events_publish(conversation_id=claim.conversation_id, frames=prepared.frames)
+        if prepared.frames:
+            await announced
+            await events_publish(conversation_id=claim.conversation_id, frames=prepared.frames)
         if prepared.cancel_requested:
             cancelled.set()
         if cancelled.is_set():
@@ -92,7 +98,7 @@ async def _run_claimed(claim: Claim, cancelled: asyncio.Event, first: Prepared) 
         elif prepared.model.problem is not None:
             outcome = Outcome(TurnStatus.FAILED, *prepared.model.problem)
         else:
-            writer = TranscriptWriter(claim, prepared.assistant_message_id, prepared.parts)
+            writer = TranscriptWriter(claim, prepared.assistant_message_id, prepared.parts, announced=announced)
             try:
                 outcome = await _attempt(claim, prepared, writer, cancelled)
             finally:
@@ -107,6 +113,7 @@ async def _run_claimed(claim: Claim, cancelled: asyncio.Event, first: Prepared) 
                 outcome = Outcome(
                     TurnStatus.FAILED, outcome.code or "model_stalled", outcome.message or STALLED_MESSAGE
                 )
+        await announced
         await db(turn_finish)(
             turn_id=claim.turn_id,
             lease_token=claim.lease_token,

@@ -57,6 +57,7 @@ class TranscriptWriter:
     _flusher: asyncio.Task[None] | None = None
     _urgent: bool = False
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    announced: asyncio.Future[None] | None = None  # publishing turn.started; ours go after it
 
     def _pending_chars(self) -> int:
         return sum(len(text) for _, text in self.pending)
@@ -139,6 +140,8 @@ class TranscriptWriter:
         if not self.progressed:
             self.progressed = True
             await db(_record_progress)(claim=claim)
+        if self.announced is not None:
+            await self.announced
         await events_publish(conversation_id=claim.conversation_id, frames=frames)
 
     async def step_done(self, steps: int) -> None:
