@@ -50,9 +50,8 @@ def _events_after(conversation_id: uuid.UUID, after: int) -> list[EventFrame]:
 
 
 @_db
-def _submit(conversation_id: uuid.UUID, request_id: str, text: str) -> uuid.UUID:
-    turn, _ = turns.turn_submit(conversation_id=conversation_id, request_id=uuid.UUID(request_id), text=text)
-    return turn.id
+def _submit(conversation_id: uuid.UUID, request_id: str, text: str) -> turns.Submitted:
+    return turns.turn_submit_unpublished(conversation_id=conversation_id, request_id=uuid.UUID(request_id), text=text)
 
 
 @_db
@@ -131,9 +130,11 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         try:
             frame = parse_client_frame(text_data, bytes_data)
             if frame["type"] == "user_message":
-                turn_id = await _submit(self.conversation_id, frame["request_id"], frame["text"])
-                ack = {"type": "ack", "request_id": frame["request_id"].lower(), "turn_id": str(turn_id)}
+                submitted = await _submit(self.conversation_id, frame["request_id"], frame["text"])
+                ack = {"type": "ack", "request_id": frame["request_id"].lower(), "turn_id": str(submitted.turn.id)}
                 await self.send(text_data=json.dumps(ack))
+                # Published from this loop: a thread hopping back here would wait on it.
+                await eventlog.events_publish(conversation_id=self.conversation_id, frames=submitted.frames)
             elif frame["type"] == "cancel_agent":
                 await _cancel(self.conversation_id)
             else:

@@ -82,19 +82,36 @@ def enqueue_turn(turn_id: uuid.UUID) -> None:
     current_app.send_task("conversations.jobs.turn_run", args=[str(turn_id)])
 
 
-def _after_commit(conversation_id: uuid.UUID, frames: list[EventFrame], *, run: uuid.UUID | None = None) -> None:
-    def publish() -> None:
+def _after_commit(
+    conversation_id: uuid.UUID, frames: list[EventFrame], *, run: uuid.UUID | None = None, publish: bool = True
+) -> None:
+    def announce() -> None:
         # The worker first: publishing hops to the web process's event loop, which a
         # burst of messages keeps busy, and the turn need not wait for that.
         if run is not None:
             enqueue_turn(run)
-        events_publish_sync(conversation_id=conversation_id, frames=frames)
+        if publish:
+            events_publish_sync(conversation_id=conversation_id, frames=frames)
 
-    transaction.on_commit(publish)
+    transaction.on_commit(announce)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    turn: Turn
+    created: bool
+    frames: list[EventFrame]  # turn.queued, committed, for the caller to publish
 
 
 def turn_submit(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str) -> tuple[Turn, bool]:
     """Store the user's message and a queued turn; a repeated request_id returns the same turn."""
+    submitted = turn_submit_unpublished(conversation_id=conversation_id, request_id=request_id, text=text)
+    transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=submitted.frames))
+    return submitted.turn, submitted.created
+
+
+def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str) -> Submitted:
+    """Submit a turn and leave publishing turn.queued to the caller (a socket, on its own loop)."""
     user_text_clean(text)
     try:
         with transaction.atomic():
@@ -107,7 +124,7 @@ def turn_submit(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str)
                 raise NotFound("This conversation does not exist.", code="conversation_not_found")
             existing = Turn.objects.filter(conversation=conversation, request_id=request_id).first()
             if existing is not None:
-                return existing, False
+                return Submitted(existing, False, [])
             Conversation.objects.filter(id=conversation.id).update(last_turn_ordinal=F("last_turn_ordinal") + 1)
             ordinal = conversation.last_turn_ordinal + 1
             turn = Turn.objects.create(conversation=conversation, ordinal=ordinal, request_id=request_id)
@@ -122,12 +139,12 @@ def turn_submit(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str)
                 conversation_id=conversation.id,
                 events=[("turn.queued", turn.id, {"request_id": str(request_id), "message": message_json(message)})],
             )
-            _after_commit(conversation.id, frames, run=turn.id)
-            return turn, True
+            _after_commit(conversation.id, frames, run=turn.id, publish=False)
+        return Submitted(turn, True, frames)
     except IntegrityError:
         # The same request_id raced in from another connection; the first one won.
         turn = Turn.objects.get(conversation_id=conversation_id, request_id=request_id)
-        return turn, False
+        return Submitted(turn, False, [])
 
 
 def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> list[EventFrame]:
