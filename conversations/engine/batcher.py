@@ -74,7 +74,19 @@ def _write_one(write: StreamWrite) -> int | None:
 
 
 def _write_batch(writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
-    """Write a batch in one transaction; None for a write whose attempt lost the turn."""
+    """Write a batch in one transaction; None for a write whose attempt lost the turn.
+
+    Optimistic: the whole batch without savepoints (half the round trips). If any write
+    fails (its conversation was just deleted, say), the batch is written again with a
+    savepoint per write, so that one write cannot fail the other turns' writes.
+    """
+    try:
+        return _write_batch_once(writes, isolated=False)
+    except (DatabaseError, Conversation.DoesNotExist):
+        return _write_batch_once(writes, isolated=True)
+
+
+def _write_batch_once(writes: list[StreamWrite], *, isolated: bool) -> list[list[EventFrame] | None]:
     results: list[list[EventFrame] | None] = []
     rows: list[Event] = []
     with transaction.atomic():
@@ -87,14 +99,15 @@ def _write_batch(writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
         for write in writes:
-            try:
-                # A savepoint each: one write that fails (its conversation was just
-                # deleted, say) must not fail the other turns' writes in the batch.
-                with transaction.atomic():
-                    first = _write_one(write)
-            except (DatabaseError, Conversation.DoesNotExist):
-                logger.warning("streaming write of turn %s failed; its attempt stops", write.turn_id, exc_info=True)
-                first = None
+            if isolated:
+                try:
+                    with transaction.atomic():
+                        first = _write_one(write)
+                except (DatabaseError, Conversation.DoesNotExist):
+                    logger.warning("streaming write of turn %s failed; its attempt stops", write.turn_id, exc_info=True)
+                    first = None
+            else:
+                first = _write_one(write)
             if first is None:
                 results.append(None)
                 continue

@@ -36,6 +36,7 @@ from conversations.turns import (
     turn_finish,
     turn_lease_renew,
 )
+from flarebot.core.text import json_text_safe
 from tools.registry import tools_enabled
 
 logger = logging.getLogger(__name__)
@@ -205,9 +206,10 @@ async def _consume(
 
 
 async def _handle(event: StreamEvent, writer: TranscriptWriter, step: int, calls: list[ToolCall]) -> None:
+    # What the model sends is stored as JSON: PostgreSQL refuses NUL characters in it.
     if isinstance(event, TextDelta):
-        await writer.add_text(step, event.text)
+        await writer.add_text(step, event.text.replace("\x00", "\ufffd"))
     elif isinstance(event, ToolCall):
-        calls.append(event)
+        calls.append(ToolCall(json_text_safe(event.id), json_text_safe(event.name), json_text_safe(event.input)))
     elif isinstance(event, StepFinished):
         await writer.flush()

@@ -11,6 +11,7 @@ from conversations.engine.writer import TranscriptWriter
 from conversations.eventlog import NewEvent
 from conversations.providers.base import ToolCall
 from conversations.turns import Claim
+from flarebot.core.text import json_text_safe
 from tools.activity import Activity, activity_begin, activity_finish, activity_progress
 from tools.registry import ToolContext, ToolFailed, tool_get
 
@@ -92,6 +93,7 @@ async def _run_one(
         else:
             task.cancel()
             status, output = "cancelled", {"error": "cancelled", "message": "The owner stopped this turn."}
+    output = json_text_safe(output)  # stored as JSON: PostgreSQL refuses NUL characters
     async with lock:
         for part in writer.parts:
             if part["type"] == "tool" and part["tool_call_id"] == call.id:

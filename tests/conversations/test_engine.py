@@ -255,3 +255,14 @@ async def test_it_needs_the_key_of_the_selected_provider(owner, fake_providers, 
     assert (turn.status, turn.error_code) == ("failed", "provider_key_missing")
     assert turn.error_message == f"Add an OpenAI API key in Settings to use {OPENAI_MODELS[1]}."
     assert fake_providers.requests == []
+
+
+async def test_it_stores_an_answer_with_nul_characters_as_replacement_characters(provider, fake_providers, cancels):
+    fake_providers.script([Text("before\x00"), Text("after", delay=0.05)])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Print a NUL.", cancels)
+
+    assert turn.status == "completed"
+    assert await assistant_text(turn.id) == "before\ufffdafter"
+    assert "".join(deltas(await events(conversation_id))) == "before\ufffdafter"
