@@ -8,6 +8,7 @@ import pytest
 
 from conversations.engine.batcher import StreamWrite, _write_batch
 from conversations.engine.preparation import attempt_start
+from conversations.eventlog import NewEvent
 from conversations.models import Event, Message
 from conversations.services import conversation_create
 from conversations.turns import turn_submit
@@ -23,7 +24,7 @@ def claimed_write(name: str, text: str) -> StreamWrite:
     assert started is not None
     claim, prepared = started
     parts = [{"type": "text", "text": text, "step": 0}]
-    events = [("text.delta", turn.id, {"text": text})]
+    events: list[NewEvent] = [("text.delta", turn.id, {"text": text})]
     return StreamWrite(conversation.id, turn.id, claim.lease_token, prepared.assistant_message_id, parts, events)
 
 
@@ -39,7 +40,7 @@ def test_it_writes_a_batch_in_one_go(owner):
 def test_it_isolates_a_write_that_fails_and_keeps_the_others(owner):
     broken, fine = claimed_write("A", "alpha"), claimed_write("B", "beta")
     # An activity without its conversation violates a NOT NULL constraint in any database.
-    bad = Activity(conversation_id=None, turn_id=broken.turn_id, tool_call_id="c1", kind="x", label="x")  # type: ignore[arg-type]
+    bad = Activity(conversation_id=None, turn_id=broken.turn_id, tool_call_id="c1", kind="x", label="x")
     broken = StreamWrite(**{**broken.__dict__, "activities": (bad,)})
 
     results = _write_batch([broken, fine])
