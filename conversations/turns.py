@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from celery import current_app
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from conversations.engine.cancel_bus import publish_cancel
-from conversations.engine.doorbell import doorbell_ring
+from conversations.engine.doorbell import doorbell_ring, durable_send_later
 from conversations.eventlog import EventFrame, NewEvent, events_append, events_publish_sync
 from conversations.models import (
     TERMINAL_TURN_STATUSES,
@@ -77,9 +76,9 @@ def user_text_clean(text: str) -> str:
 
 
 def enqueue_turn(turn_id: uuid.UUID) -> None:
-    """Start a turn: the doorbell is the fast lane, the Celery task the durable one."""
+    """Start a turn: the doorbell is the fast lane, the Celery task (a moment later) the durable one."""
     doorbell_ring(turn_id)
-    current_app.send_task("conversations.jobs.turn_run", args=[str(turn_id)])
+    durable_send_later(turn_id)
 
 
 def _after_commit(

@@ -502,27 +502,34 @@ def test_it_never_stores_logs_or_queues_the_provider_key(
 ) -> None:
     secret = anthropic_key.removeprefix("sk-ant-api03-")
     echoed = key_echoing_error(anthropic_key)
-    fake_providers.script(paced([f"Sentence {i}. " for i in range(20)], 0.05), [HttpError(401, echoed)])
+    # Long enough for the turn's Celery task, sent a moment after it starts, to be in flight.
+    fake_providers.script(paced([f"Sentence {i}. " for i in range(80)], 0.05), [HttpError(401, echoed)])
     worker_log = live_stack.log_size("worker")
     broker = redis.Redis.from_url(settings.REDIS_URL)
     conversation_id = live_owner.create_conversation()
 
     with live_owner.socket(conversation_id) as socket:
-        socket.send_message("Say twenty sentences.")
+        socket.send_message("Say eighty sentences.")
         [ack] = socket.read_until(lambda r: r.frame["type"] == "ack")
         socket.read_deltas(1)
-        # The turn is running: its task message is held by the broker until it ends.
-        in_flight = list(broker_task_messages(broker))
+        turn_id = ack.frame["turn_id"]
+
+        in_flight: list[dict[str, Any]] = []
+
+        def turn_task_in_flight() -> bool:
+            # While the turn runs, its task message is held by the broker until it ends.
+            in_flight[:] = broker_task_messages(broker)
+            return any(m["body"][0] == [turn_id] for m in in_flight)
+
+        eventually(live_stack, turn_task_in_flight, timeout=10, what="the turn's task message in flight")
         socket.read_until_event(("turn.completed",))
         failed = socket.ask("And now?")
 
     assert failed.terminal["event"] == "turn.failed"
     assert [r.headers["x-api-key"] for r in fake_providers.requests] == [anthropic_key] * 2
     # The message of this turn, among any a killed worker left unacknowledged.
-    assert [m["body"][:2] for m in in_flight if m["body"][0] == [ack.frame["turn_id"]]] == [
-        [[ack.frame["turn_id"]], {}]
-    ]
-    assert {m["headers"]["task"] for m in in_flight if m["body"][0] == [ack.frame["turn_id"]]} == {
+    assert [m["body"][:2] for m in in_flight if m["body"][0] == [turn_id]] == [[[turn_id], {}]]
+    assert {m["headers"]["task"] for m in in_flight if m["body"][0] == [turn_id]} == {
         "conversations.jobs.turn_run"
     }
     assert not any(secret in m["raw"] or secret in json.dumps(m["body"]) for m in in_flight)
@@ -537,7 +544,7 @@ def test_it_never_stores_logs_or_queues_the_provider_key(
     assert "Task conversations.jobs.turn_run[" in logs
     assert secret not in logs
     rows, blobs = database_dump()
-    assert "Say twenty sentences." in rows
+    assert "Say eighty sentences." in rows
     assert secret not in rows
     assert blobs
     assert not any(secret.encode() in blob or anthropic_key.encode() in blob for blob in blobs)

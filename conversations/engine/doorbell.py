@@ -7,12 +7,19 @@ were spread over about 260 ms here). The doorbell is a Redis list the engine loo
 pops in batches; whichever of the two reaches a turn first claims it, and the other finds
 the lease taken (the claim is a locked conditional update, so a turn never runs twice at
 once). A lost ring costs nothing but speed.
+
+The Celery task itself goes out a moment later (`durable_send_later`), so that a burst of
+starts does not also pay for a burst of Celery messages in every process; if this process
+dies in that moment, reconciliation requeues the queued turn within its 30 s budget.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import queue
+import threading
+import time
 import uuid
 from collections.abc import Callable, Coroutine
 from contextlib import suppress
@@ -20,6 +27,7 @@ from typing import Any
 
 import redis
 import redis.asyncio as aioredis
+from celery import current_app
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
@@ -50,6 +58,34 @@ def doorbell_ring(turn_id: uuid.UUID) -> None:
             pipe.execute()
     except redis.RedisError:
         logger.warning("could not ring the doorbell for turn %s; Celery delivers it", turn_id)
+
+
+# Long enough for a turn to start from the doorbell first; its task then finds it running.
+DURABLE_DELAY_SECONDS = 2.0
+
+_backlog: queue.SimpleQueue[tuple[float, uuid.UUID]] = queue.SimpleQueue()
+_sender: threading.Thread | None = None
+_sender_lock = threading.Lock()
+
+
+def durable_send_later(turn_id: uuid.UUID) -> None:
+    """Send the turn's Celery task after DURABLE_DELAY_SECONDS, from a background thread."""
+    global _sender
+    _backlog.put((time.monotonic() + DURABLE_DELAY_SECONDS, turn_id))
+    with _sender_lock:
+        if _sender is None or not _sender.is_alive():
+            _sender = threading.Thread(target=_send_due, name="turn-task-sender", daemon=True)
+            _sender.start()
+
+
+def _send_due() -> None:
+    while True:
+        due, turn_id = _backlog.get()  # in order: every task waits the same delay
+        time.sleep(max(0.0, due - time.monotonic()))
+        try:
+            current_app.send_task("conversations.jobs.turn_run", args=[str(turn_id)])
+        except Exception:
+            logger.warning("could not enqueue turn %s; reconciliation requeues it", turn_id, exc_info=True)
 
 
 TurnStarter = Callable[[uuid.UUID], Coroutine[Any, Any, None]]

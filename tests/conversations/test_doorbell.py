@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -145,3 +148,21 @@ def test_the_engine_runs_a_turn_once_when_the_doorbell_and_two_celery_deliveries
         runtime.shutdown(5)
         runtime.run(engine_cleanup(runtime.cancels))
         runtime.loop.call_soon_threadsafe(runtime.loop.stop)
+
+
+def queued_turn_tasks(client: redis.Redis) -> list[str]:
+    """The turn ids of the turn_run tasks waiting in Celery's `turns` queue."""
+    bodies = [json.loads(base64.b64decode(json.loads(m)["body"])) for m in client.lrange("turns", 0, -1)]
+    return [args[0] for args, _, _ in bodies]
+
+
+def test_the_durable_celery_task_goes_out_a_moment_after_the_ring(empty_doorbell):
+    turn_id = uuid.uuid4()
+
+    doorbell.durable_send_later(turn_id)
+
+    assert str(turn_id) not in queued_turn_tasks(empty_doorbell)  # the doorbell's moment first
+    deadline = time.monotonic() + doorbell.DURABLE_DELAY_SECONDS + 5
+    while str(turn_id) not in queued_turn_tasks(empty_doorbell):
+        assert time.monotonic() < deadline, "the Celery task never went out"
+        time.sleep(0.05)

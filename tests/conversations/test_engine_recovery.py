@@ -16,6 +16,7 @@ import redis
 from django.conf import settings as django_settings
 from django.utils import timezone
 
+from conversations.engine import doorbell
 from conversations.models import Message, Turn
 from conversations.turns import turn_cancel, turn_claim, turn_submit, turns_reconcile
 from tests.support.engine import (
@@ -228,10 +229,13 @@ async def expire_lease(turn_id: uuid.UUID) -> None:
 
 
 def enqueued_runs(turn_id: uuid.UUID) -> int:
-    """How many turn_run jobs for this turn wait on the broker's `turns` queue."""
+    """How many times this turn was enqueued: its rings waiting on the turn doorbell.
+
+    Each enqueue rings at once (its Celery task follows a moment later).
+    """
     client = redis.Redis.from_url(django_settings.REDIS_URL)
     try:
-        return sum(str(turn_id).encode() in raw for raw in client.lrange("turns", 0, -1))
+        return sum(str(turn_id).encode() == raw for raw in client.lrange(doorbell.KEY, 0, -1))
     finally:
         client.close()
 

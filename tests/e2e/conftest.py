@@ -18,10 +18,6 @@ from flarebot.core.models import Installation
 from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
 from tests.support.live import LiveStack
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
-# between browser steps are ordinary synchronous ones.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM = os.environ.get("FLAREBOT_CHROMIUM", "/usr/bin/chromium")
@@ -36,8 +32,22 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 STEP_TIMEOUT_MS = 15_000
 
 
+@pytest.fixture(scope="session", autouse=True)
+def orm_beside_playwright() -> Iterator[None]:
+    """Allow the ORM calls of browser tests while Playwright's sync API runs its loop here.
+
+    Session-wide from the first browser test on (live tests run last, after every other
+    test), through the database flushes of their teardowns; the live stack never gets it.
+    """
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
 @pytest.fixture(scope="session")
-def playwright_instance() -> Iterator[Playwright]:
+def playwright_instance(django_db_setup: None) -> Iterator[Playwright]:
+    # The test database is made before Playwright's loop runs in this thread (and
+    # dropped after it stops): Django refuses to touch it from under a running loop.
     with sync_playwright() as playwright:
         yield playwright
 

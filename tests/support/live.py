@@ -75,6 +75,7 @@ def start_live_stack() -> LiveStack:
         "DATABASE_URL": _database_url(),
         "PYTHONUNBUFFERED": "1",
     }
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the browser tests' allowance stays theirs
     log_dir = Path(settings.FLAREBOT_DATA_DIR) / "logs" / "live"
     worker_name = f"test-{os.getpid()}@{socket.gethostname()}"
     specs = process_specs(bind="127.0.0.1", port=port, worker_name=worker_name, worker_threads=32)
