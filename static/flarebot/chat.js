@@ -373,6 +373,7 @@ class ConversationView {
     stick = true;
     this.flush();
     this.changed();
+    document.body.dataset.ready = "1"; // the transcript is on screen (bench/pages.py waits for it)
   }
 
   turnFor(key) {
@@ -1102,6 +1103,7 @@ async function start() {
   select(chosen ? chosen.id : null, { push: false });
   composerChanged();
   ui.input.focus();
+  if (!chosen) document.body.dataset.ready = "1";
 }
 
 start();
