@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
-from django.test import Client
+from django.db import OperationalError
+from django.test import Client, TransactionTestCase
 
 from flarebot.core.installation import owner_create
 from flarebot.core.models import Installation
@@ -18,6 +20,27 @@ from tests.support.resources import release_redis_db
 
 OWNER_USERNAME = "owner"
 OWNER_PASSWORD = "a-long-owner-passphrase-42"
+
+
+def _flush_retrying_deadlocks(self: TransactionTestCase) -> None:
+    """Flush after a transactional test, again if it deadlocked with the live stack.
+
+    The live worker or web may still be finishing a request of the test when its tables
+    are truncated; PostgreSQL then picks one side of the deadlock to fail, and that must
+    not fail the test.
+    """
+    for attempt in range(5):
+        try:
+            return _django_fixture_teardown(self)
+        except OperationalError as error:
+            if "deadlock" not in str(error) or attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
+# A private hook of Django's test case (stable since 1.x), not in the type stubs.
+_django_fixture_teardown = TransactionTestCase._fixture_teardown  # type: ignore[attr-defined]
+TransactionTestCase._fixture_teardown = _flush_retrying_deadlocks  # type: ignore[attr-defined]
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
