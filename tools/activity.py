@@ -135,19 +135,23 @@ def activity_finish(activity: Activity, *, status: str, output: Any) -> None:
     activity.summary = safe_text(summary)
 
 
+# The columns a card's state is stored in (the row's id and creation time are set once).
+STATE_FIELDS = (
+    "conversation_id",
+    "kind",
+    "label",
+    "status",
+    "progress",
+    "summary",
+    "execution_count",
+    "started_at",
+    "finished_at",
+)
+
+
 def activity_store(activity: Activity) -> None:
     """Write the activity's current state (inside the caller's transaction)."""
-    state = {
-        "conversation_id": activity.conversation_id,
-        "kind": activity.kind,
-        "label": activity.label,
-        "status": activity.status,
-        "progress": activity.progress,
-        "summary": activity.summary,
-        "execution_count": activity.execution_count,
-        "started_at": activity.started_at,
-        "finished_at": activity.finished_at,
-    }
+    state = {name: getattr(activity, name) for name in STATE_FIELDS}
     ToolActivity.objects.update_or_create(
         turn_id=activity.turn_id,
         tool_call_id=activity.tool_call_id,
@@ -157,21 +161,8 @@ def activity_store(activity: Activity) -> None:
 
 
 def activity_from_row(row: ToolActivity) -> Activity:
-    return Activity(
-        conversation_id=row.conversation_id,
-        turn_id=row.turn_id,
-        tool_call_id=row.tool_call_id,
-        kind=row.kind,
-        label=row.label,
-        status=row.status,
-        progress=row.progress,
-        summary=row.summary,
-        execution_count=row.execution_count,
-        id=row.id,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-    )
+    fields = (*STATE_FIELDS, "turn_id", "tool_call_id", "id", "created_at")
+    return Activity(**{name: getattr(row, name) for name in fields})
 
 
 def activities_interrupt(*, turn_id: uuid.UUID) -> list[ActivityJson]:
