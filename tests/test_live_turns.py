@@ -529,9 +529,7 @@ def test_it_never_stores_logs_or_queues_the_provider_key(
     assert [r.headers["x-api-key"] for r in fake_providers.requests] == [anthropic_key] * 2
     # The message of this turn, among any a killed worker left unacknowledged.
     assert [m["body"][:2] for m in in_flight if m["body"][0] == [turn_id]] == [[[turn_id], {}]]
-    assert {m["headers"]["task"] for m in in_flight if m["body"][0] == [turn_id]} == {
-        "conversations.jobs.turn_run"
-    }
+    assert {m["headers"]["task"] for m in in_flight if m["body"][0] == [turn_id]} == {"conversations.jobs.turn_run"}
     assert not any(secret in m["raw"] or secret in json.dumps(m["body"]) for m in in_flight)
     # Wait until the worker has logged both turns' ends, so the logs below are complete.
     eventually(
