@@ -258,7 +258,9 @@ def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Cl
             conversation_id=OuterRef("conversation_id"), ordinal__lt=OuterRef("ordinal"), status__in=UNFINISHED
         )
         turn = (
-            Turn.objects.select_for_update()
+            # Only the turn's row: a duplicate delivery must not queue behind (or deadlock
+            # with) the streaming writes that hold its conversation's row.
+            Turn.objects.select_for_update(of=("self",))
             .filter(id=turn_id)
             .select_related("conversation")
             .only(*CLAIM_FIELDS, "conversation__state")
