@@ -32,6 +32,7 @@ import websockets
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import BenchStack, start
+from flarebot.core.env import default_worker_processes
 from tests.support.fake_providers import Step, Text
 
 CHUNKS = 100
@@ -206,7 +207,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, nargs="*", default=[1, 20, 100])
     parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (FLAREBOT_WORKER_PROCESSES)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=default_worker_processes(),
+        help="worker processes (default: FLAREBOT_WORKER_PROCESSES's default, CPU cores up to 4)",
+    )
     args = parser.parse_args()
     results = asyncio.run(main_async(args))
     print(f"{'streams':>7} {'first p50':>10} {'first p95':>10} {'lat p50':>8} {'lat p99':>8} "

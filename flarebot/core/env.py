@@ -148,8 +148,13 @@ def load_config() -> FlarebotConfig:
         local_models=_local_models(),
         stream_idle_timeout=float(env_int("FLAREBOT_STREAM_IDLE_TIMEOUT", 60, minimum=1, maximum=600)),
         worker_concurrency=env_int("FLAREBOT_WORKER_CONCURRENCY", 128, minimum=1, maximum=1024),
-        worker_processes=env_int("FLAREBOT_WORKER_PROCESSES", 1, minimum=1, maximum=64),
+        worker_processes=env_int("FLAREBOT_WORKER_PROCESSES", default_worker_processes(), minimum=1, maximum=64),
     )
+
+
+def default_worker_processes() -> int:
+    """One worker process per core, up to four: each one's interpreter lock caps it at one core."""
+    return min(4, os.cpu_count() or 1)
 
 
 def _local_models() -> tuple[str, ...]:
