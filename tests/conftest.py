@@ -7,10 +7,12 @@ import shutil
 import time
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 from django.conf import settings
 from django.db import OperationalError
 from django.test import Client, TransactionTestCase
+from psycopg import sql
 
 from flarebot.core.installation import owner_create
 from flarebot.core.models import Installation
@@ -53,7 +55,23 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     items.sort(key=lambda item: item.get_closest_marker("live") is not None)
 
 
+def _drop_leftover_test_database() -> None:
+    """Drop this run's PostgreSQL test database if Django's teardown could not.
+
+    Django refuses to drop it while a connection of some thread of this process is still
+    open ("being accessed by other users"); runs must not pile databases up on the server.
+    """
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] != "django.db.backends.postgresql":
+        return
+    name = database["TEST"]["NAME"]
+    server = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/postgres"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _drop_leftover_test_database()
     release_redis_db(os.environ["REDIS_URL"], os.environ["FLAREBOT_TEST_RUN_ID"])
     data_dir = os.environ["FLAREBOT_DATA_DIR"]
     if exitstatus == 0 and os.path.basename(data_dir).startswith("flarebot-test-"):
