@@ -7,12 +7,12 @@
 // no missing and no repeated text. Switching conversations disposes the old view: its
 // socket is closed, its fetches aborted, and nothing it still receives is applied.
 
+import { ApiError, api, toSignIn } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 import { ToolCard } from "./chat-tools.js";
 
 const app = document.getElementById("app");
 const $ = (id) => document.getElementById(id);
-const CSRF = app.dataset.csrf;
 const MAX_CHARS = Number(app.dataset.maxChars) || 32000;
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 10000;
@@ -57,49 +57,7 @@ function button(text, className, onClick, label) {
 }
 
 // ---------------------------------------------------------------------------------------
-// HTTP
-
-class ApiError extends Error {
-  constructor(status, code, message) {
-    super(message);
-    this.status = status;
-    this.code = code;
-  }
-}
-
-let leaving = false;
-
-/** Go to the sign-in page once; the session is gone. */
-function toSignIn() {
-  if (leaving) return;
-  leaving = true;
-  const next = location.pathname + location.search;
-  location.assign(`/login/?next=${encodeURIComponent(next)}`);
-}
-
-async function api(path, { method = "GET", body, signal } = {}) {
-  const headers = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method !== "GET") headers["X-CSRFToken"] = CSRF;
-  const response = await fetch(path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal,
-    credentials: "same-origin",
-    cache: "no-store",
-  });
-  if (response.status === 401) {
-    toSignIn();
-    throw new ApiError(401, "session_expired", "Your session has ended.");
-  }
-  const data = response.status === 204 ? null : await response.json().catch(() => null);
-  if (!response.ok) {
-    const { code, message } = data?.error || {};
-    throw new ApiError(response.status, code, message || `The server answered with status ${response.status}.`);
-  }
-  return data;
-}
+// Notices
 
 let noticeTimer = 0;
 function notify(message, { sticky = false } = {}) {

@@ -1,48 +1,23 @@
 // The settings page: model and provider keys, and the agent's instructions.
 // Everything is loaded from and saved through /api/settings/ (see PROTOCOL.md); the page
 // itself carries no private data. Stored keys are never shown: only "Configured"/"Missing".
-"use strict";
+import { ApiError, api as request } from "./api.js";
 
 (function () {
-  const root = document.getElementById("settings");
-  const csrfToken = root.dataset.csrfToken;
   const LIMIT = 16000;
   const LABELS = { anthropic: "Anthropic", openai: "OpenAI", local: "Local" };
   const NEEDS_KEY = { anthropic: true, openai: true };
   const numbers = new Intl.NumberFormat("en-US");
   const byId = (id) => document.getElementById(id);
 
-  class ApiError extends Error {}
-
-  // One JSON call; the contract's {"error": {"message"}} becomes an ApiError with that message.
+  // The shared call, with a network failure said in this page's words.
   async function api(method, path, body) {
-    const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
-    if (method !== "GET") init.headers["X-CSRFToken"] = csrfToken;
-    if (body !== undefined) {
-      init.headers["Content-Type"] = "application/json";
-      init.body = JSON.stringify(body);
-    }
-    let response;
     try {
-      response = await fetch(path, init);
-    } catch (_) {
-      throw new ApiError("Flarebot could not be reached. Check the connection and try again.");
+      return await request(path, { method, body });
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      throw new ApiError(0, "unreachable", "Flarebot could not be reached. Check the connection and try again.");
     }
-    if (response.status === 401) {
-      window.location.assign("/login/?next=/settings/");
-      throw new ApiError("Your session has ended. Sign in again.");
-    }
-    let data = null;
-    try {
-      data = await response.json();
-    } catch (_) {
-      data = null;
-    }
-    if (!response.ok) {
-      const message = data && data.error && data.error.message;
-      throw new ApiError(message || `The request failed (${response.status}).`);
-    }
-    return data;
   }
 
   function say(element, text, kind) {

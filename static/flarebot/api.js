@@ -1,0 +1,48 @@
+// One JSON call to Flarebot's API, shared by the pages. The contract's error shape
+// {"error": {"code", "message"}} becomes an ApiError; a 401 (the session ended) sends the
+// page to sign-in, once, and comes back here afterwards. A network failure or an abort
+// rejects as fetch does, so callers can tell "unreachable" from "refused".
+
+let leaving = false;
+
+// Every page carries Django's token in its sign-out form.
+const csrfToken = () => document.querySelector("input[name=csrfmiddlewaretoken]")?.value || "";
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** Go to the sign-in page, coming back to this page afterwards. */
+export function toSignIn() {
+  if (leaving) return;
+  leaving = true;
+  location.assign(`/login/?next=${encodeURIComponent(location.pathname + location.search)}`);
+}
+
+export async function api(path, { method = "GET", body, signal } = {}) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET") headers["X-CSRFToken"] = csrfToken();
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal,
+    credentials: "same-origin",
+    cache: "no-store",
+  });
+  if (response.status === 401) {
+    toSignIn();
+    throw new ApiError(401, "session_expired", "Your session has ended. Sign in again.");
+  }
+  const data = response.status === 204 ? null : await response.json().catch(() => null);
+  if (!response.ok) {
+    const { code, message } = data?.error || {};
+    throw new ApiError(response.status, code, message || `The server answered with status ${response.status}.`);
+  }
+  return data;
+}
