@@ -36,7 +36,6 @@ from conversations.turns import (
     turn_finish,
     turn_lease_renew,
 )
-from flarebot.core.text import json_text_safe
 from tools.registry import tools_enabled
 
 logger = logging.getLogger(__name__)
@@ -206,10 +205,9 @@ async def _consume(
 
 
 async def _handle(event: StreamEvent, writer: TranscriptWriter, step: int, calls: list[ToolCall]) -> None:
-    # What the model sends is stored as JSON: PostgreSQL refuses NUL characters in it.
     if isinstance(event, TextDelta):
-        await writer.add_text(step, event.text.replace("\x00", "\ufffd"))
+        await writer.add_text(step, event.text)
     elif isinstance(event, ToolCall):
-        calls.append(ToolCall(json_text_safe(event.id), json_text_safe(event.name), json_text_safe(event.input)))
+        calls.append(event)
     elif isinstance(event, StepFinished):
         await writer.flush()

@@ -10,8 +10,7 @@ from typing import Any
 from conversations.engine.writer import TranscriptWriter
 from conversations.eventlog import NewEvent
 from conversations.providers.base import ToolCall
-from conversations.turns import Claim
-from flarebot.core.text import json_text_safe
+from conversations.turns import Claim, activity_events
 from tools.activity import Activity, activity_begin, activity_finish, activity_progress
 from tools.registry import ToolContext, ToolFailed, tool_get
 
@@ -55,7 +54,8 @@ async def run_tool_calls(
 
 
 def _activity_event(claim: Claim, activity: Activity) -> NewEvent:
-    return ("activity.updated", claim.turn_id, {"activity": activity.as_json()})
+    [event] = activity_events(claim.turn_id, [activity.as_json()])
+    return event
 
 
 async def _run_one(
@@ -93,7 +93,6 @@ async def _run_one(
         else:
             task.cancel()
             status, output = "cancelled", {"error": "cancelled", "message": "The owner stopped this turn."}
-    output = json_text_safe(output)  # stored as JSON: PostgreSQL refuses NUL characters
     async with lock:
         for part in writer.parts:
             if part["type"] == "tool" and part["tool_call_id"] == call.id:

@@ -19,6 +19,7 @@ from conversations.engine.database import db
 from conversations.eventlog import NewEvent, events_publish
 from conversations.models import Turn
 from conversations.turns import Claim
+from flarebot.core.text import json_text_safe
 from tools.activity import Activity
 
 WINDOW_SECONDS = 0.04
@@ -129,8 +130,11 @@ class TranscriptWriter:
     async def _write(self, events: list[NewEvent], activities: tuple[Activity, ...] = ()) -> None:
         self.last_flush = time.monotonic()
         claim = self.claim
-        # A snapshot: the executor thread serializes it while this loop goes on.
-        parts = [dict(part) for part in self.parts]
+        # Copies, which the executor thread serializes while this loop goes on, and the one
+        # place where what the model or a tool produced becomes stored JSON: PostgreSQL
+        # refuses NUL characters there, so they become U+FFFD.
+        parts = json_text_safe(self.parts)
+        events = [(kind, turn_id, json_text_safe(data)) for kind, turn_id, data in events]
         write = StreamWrite(
             claim.conversation_id, claim.turn_id, claim.lease_token, self.message_id, parts, events, activities
         )

@@ -436,3 +436,21 @@ async def test_it_stops_at_the_next_step_when_the_cancel_announcement_is_lost(
     assert len(fake_providers.requests) == 1
     assert [p["status"] for p in tool_parts(await assistant_parts(turn.id))] == ["succeeded"]
     assert (await events(conversation_id))[-1].kind == "turn.cancelled"
+
+
+async def test_it_stores_nul_characters_of_a_tool_call_and_its_result_as_replacement_characters(
+    provider, bench, fake_providers, cancels
+):
+    fake_providers.script([Call("call_nul", "weather_forecast", {"city": "Por\x00to"})], [Text("Done.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Weather?", cancels)
+
+    assert turn.status == "completed"
+    [(_, data)] = bench.calls
+    assert data == {"city": "Por\x00to"}  # the tool gets what the model sent
+    [part] = tool_parts(await assistant_parts(turn.id))
+    assert part["input"] == {"city": "Por\ufffdto"}
+    assert part["output"] == {"city": "Por\ufffdto", "forecast": "sunny, 24 °C"}
+    finished = [e for e in await events(conversation_id) if e.kind == "tool.finished"]
+    assert finished[0].data["output"]["city"] == "Por\ufffdto"
