@@ -81,16 +81,13 @@ def enqueue_turn(turn_id: uuid.UUID) -> None:
     durable_send_later(turn_id)
 
 
-def _after_commit(
-    conversation_id: uuid.UUID, frames: list[EventFrame], *, run: uuid.UUID | None = None, publish: bool = True
-) -> None:
+def _after_commit(conversation_id: uuid.UUID, frames: list[EventFrame], *, run: uuid.UUID | None = None) -> None:
     def announce() -> None:
         # The worker first: publishing hops to the web process's event loop, which a
         # burst of messages keeps busy, and the turn need not wait for that.
         if run is not None:
             enqueue_turn(run)
-        if publish:
-            events_publish_sync(conversation_id=conversation_id, frames=frames)
+        events_publish_sync(conversation_id=conversation_id, frames=frames)
 
     transaction.on_commit(announce)
 
@@ -138,7 +135,8 @@ def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID
                 conversation_id=conversation.id,
                 events=[("turn.queued", turn.id, {"request_id": str(request_id), "message": message_json(message)})],
             )
-            _after_commit(conversation.id, frames, run=turn.id, publish=False)
+            # Only the start: the caller publishes turn.queued.
+            transaction.on_commit(lambda: enqueue_turn(turn.id))
         return Submitted(turn, True, frames)
     except IntegrityError:
         # The same request_id raced in from another connection; the first one won.
