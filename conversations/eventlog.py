@@ -19,6 +19,8 @@ from django.db import transaction
 
 from conversations.events import conversation_group
 from conversations.models import Conversation, Event
+from conversations.publisher import group_publish
+from flarebot.core.rows import rows_insert
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +60,30 @@ def events_append(*, conversation_id: uuid.UUID, events: Sequence[NewEvent]) -> 
     if not events:
         return []
     first = sequences_allocate(conversation_id=conversation_id, count=len(events))
-    rows = Event.objects.bulk_create(
-        Event(conversation_id=conversation_id, sequence=first + i, kind=kind, turn_id=turn_id, data=data)
+    return events_insert([(conversation_id, first, events)])
+
+
+def events_insert(numbered: Sequence[tuple[uuid.UUID, int, Sequence[NewEvent]]]) -> list[EventFrame]:
+    """Store events whose sequences were allocated, in one statement; return their frames.
+
+    `numbered` holds (conversation, first sequence, events) per conversation.
+    """
+    rows: list[dict[str, Any]] = [
+        {"conversation_id": conversation_id, "sequence": first + i, "kind": kind, "turn_id": turn_id, "data": data}
+        for conversation_id, first, events in numbered
         for i, (kind, turn_id, data) in enumerate(events)
-    )
-    return [event_frame(row) for row in rows]
+    ]
+    rows_insert(Event, rows)
+    return [
+        EventFrame(
+            type="event",
+            sequence=row["sequence"],
+            event=row["kind"],
+            turn_id=str(row["turn_id"]) if row["turn_id"] else None,
+            data=row["data"],
+        )
+        for row in rows
+    ]
 
 
 def sequences_allocate(*, conversation_id: uuid.UUID, count: int) -> int:
@@ -108,7 +129,7 @@ async def events_publish(*, conversation_id: uuid.UUID, frames: list[EventFrame]
     if not frames:
         return
     try:
-        await get_channel_layer().group_send(conversation_group(conversation_id), published(frames))
+        await group_publish(conversation_group(conversation_id), dict(published(frames)))
     except Exception:
         logger.warning("could not publish events of conversation %s", conversation_id, exc_info=True)
 

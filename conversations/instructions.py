@@ -8,8 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypedDict
 
+from django.db import transaction
+
 from conversations.models import InstructionOverride
 from flarebot.core.errors import InvalidInput
+from flarebot.core.rows import column, table
 from flarebot.core.text import has_control_characters, utf16_length
 from flarebot.core.times import iso
 
@@ -37,9 +40,12 @@ def instructions_get() -> InstructionsView:
 
 
 def instructions_effective() -> str:
-    """Return the instructions a turn attempt runs with now."""
-    override = InstructionOverride.objects.first()
-    return override.text if override else DEFAULT_INSTRUCTIONS
+    """Return the instructions a turn attempt runs with now (every turn's start: plain SQL)."""
+    model = InstructionOverride
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(f"SELECT {column(model, 'text')} FROM {table(model)}")  # noqa: S608
+        row = cursor.fetchone()
+    return row[0] if row else DEFAULT_INSTRUCTIONS
 
 
 def instructions_set(*, text: str) -> InstructionsView:

@@ -13,6 +13,7 @@ import conversations.providers.anthropic_messages
 import conversations.providers.openai_chat  # noqa: F401
 from conversations import services, turns
 from conversations.engine.runtime import engine_runtime, engine_runtime_started
+from flarebot.core.heap import heap_settle
 
 # How long a stopping worker lets the turns it started from the doorbell finish.
 SHUTDOWN_GRACE_SECONDS = 120
@@ -45,6 +46,7 @@ def turns_reconcile() -> None:
 
 @worker_ready.connect
 def _recover_on_start(**kwargs: Any) -> None:
+    heap_settle()  # what the worker loaded lives as long as it: keep it out of GC pauses
     engine_runtime()  # answers the turn doorbell from now on
     conversation_finish_deletions.delay()
     turns_reconcile.delay()

@@ -17,7 +17,8 @@ from conversations.models import ModelConfiguration, ProviderKey
 from conversations.providers.catalog import KEYED_PROVIDERS, Configuration, default_configuration, in_catalog
 from flarebot.core.crypto import DecryptionFailed, Secret, seal, unseal
 from flarebot.core.errors import InvalidInput
-from flarebot.core.installation import installation_get_verified
+from flarebot.core.installation import installation_get_verified, installation_id_verified
+from flarebot.core.rows import column, table
 
 KEY_MIN, KEY_MAX = 20, 512
 
@@ -98,13 +99,18 @@ class TurnModel:
 
 
 def turn_model_snapshot() -> TurnModel:
-    """Read configuration and key together, for one turn attempt."""
+    """Read configuration and key together, for one turn attempt (a turn's start: plain SQL)."""
     with transaction.atomic(savepoint=False):  # the engine calls it inside its claim
-        config = _configuration()
+        provider, model, sealed = _configuration_and_keys()
+        if provider is not None and model is not None and in_catalog(provider, model):
+            config = Configuration(provider, model)
+        else:
+            config = default_configuration()
         if config.provider not in KEYED_PROVIDERS:
             return TurnModel(config.provider, config.model, None)
-        row = ProviderKey.objects.filter(provider=config.provider).first()
+        installation_id = installation_id_verified()
     label = "Anthropic" if config.provider == "anthropic" else "OpenAI"
+    row = sealed.get(config.provider)
     if row is None:
         return TurnModel(
             config.provider,
@@ -112,11 +118,10 @@ def turn_model_snapshot() -> TurnModel:
             None,
             ("provider_key_missing", f"Add an {label} API key in Settings to use {config.model}."),
         )
-    installation = installation_get_verified()
     try:
-        if installation is None:
+        if installation_id is None:
             raise DecryptionFailed("no installation")
-        key = unseal(bytes(row.sealed), server_secret=settings.SECRET_KEY, installation_id=installation.installation_id)
+        key = unseal(row, server_secret=settings.SECRET_KEY, installation_id=installation_id)
     except DecryptionFailed:
         return TurnModel(
             config.provider,
@@ -125,3 +130,21 @@ def turn_model_snapshot() -> TurnModel:
             ("provider_key_unreadable", f"The stored {label} key can no longer be read. Enter it again in Settings."),
         )
     return TurnModel(config.provider, config.model, key)
+
+
+def _configuration_and_keys() -> tuple[str | None, str | None, dict[str, bytes]]:
+    """The configured provider and model (None when unset) and the sealed keys, in one statement."""
+    config, keys = ModelConfiguration, ProviderKey
+    sealed = ", ".join(
+        f"(SELECT {column(keys, 'sealed')} FROM {table(keys)} WHERE {column(keys, 'provider')} = %s)"  # noqa: S608
+        for _ in KEYED_PROVIDERS
+    )
+    sql = (
+        f"SELECT (SELECT {column(config, 'provider')} FROM {table(config)}),"  # noqa: S608
+        f" (SELECT {column(config, 'model')} FROM {table(config)}), {sealed}"
+    )
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(sql, list(KEYED_PROVIDERS))
+        provider, model, *keys_sealed = cursor.fetchone()
+    found = {p: bytes(value) for p, value in zip(KEYED_PROVIDERS, keys_sealed, strict=True) if value is not None}
+    return provider, model, found

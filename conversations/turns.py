@@ -14,12 +14,13 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import F
 from django.utils import timezone
 
+from conversations import turn_rows
 from conversations.engine.cancel_bus import publish_cancel
 from conversations.engine.doorbell import doorbell_ring, durable_send_later
-from conversations.eventlog import EventFrame, NewEvent, events_append, events_publish_sync
+from conversations.eventlog import EventFrame, NewEvent, events_append, events_insert, events_publish_sync
 from conversations.models import (
     TERMINAL_TURN_STATUSES,
     Conversation,
@@ -30,6 +31,7 @@ from conversations.models import (
     TurnStatus,
 )
 from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.rows import rows_insert
 from flarebot.core.text import utf16_length
 from flarebot.core.times import iso
 from tools.activity import ActivityJson, activities_interrupt
@@ -111,37 +113,40 @@ def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID
     user_text_clean(text)
     try:
         with transaction.atomic():
-            conversation = (
-                Conversation.objects.select_for_update()
-                .filter(id=conversation_id, state=ConversationState.ACTIVE)
-                .first()
+            reserved = turn_rows.conversation_reserve_turn(conversation_id=conversation_id, request_id=request_id)
+            if reserved is None:
+                return _submitted_before(conversation_id=conversation_id, request_id=request_id)
+            ordinal, sequence = reserved
+            (turn,) = rows_insert(
+                Turn, [{"conversation_id": conversation_id, "ordinal": ordinal, "request_id": request_id}]
             )
-            if conversation is None:
-                raise NotFound("This conversation does not exist.", code="conversation_not_found")
-            existing = Turn.objects.filter(conversation=conversation, request_id=request_id).first()
-            if existing is not None:
-                return Submitted(existing, False, [])
-            Conversation.objects.filter(id=conversation.id).update(last_turn_ordinal=F("last_turn_ordinal") + 1)
-            ordinal = conversation.last_turn_ordinal + 1
-            turn = Turn.objects.create(conversation=conversation, ordinal=ordinal, request_id=request_id)
-            message = Message.objects.create(
-                conversation=conversation,
-                turn=turn,
-                role=MessageRole.USER,
-                ordinal=2 * ordinal,
-                parts=[{"type": "text", "text": text}],
+            (message,) = rows_insert(
+                Message,
+                [
+                    {
+                        "conversation_id": conversation_id,
+                        "turn_id": turn["id"],
+                        "role": MessageRole.USER.value,
+                        "ordinal": 2 * ordinal,
+                        "parts": [{"type": "text", "text": text}],
+                    }
+                ],
             )
-            frames = events_append(
-                conversation_id=conversation.id,
-                events=[("turn.queued", turn.id, {"request_id": str(request_id), "message": message_json(message)})],
-            )
+            queued = {"request_id": str(request_id), "message": message_json(Message(**message))}
+            frames = events_insert([(conversation_id, sequence, [("turn.queued", turn["id"], queued)])])
             # Only the start: the caller publishes turn.queued.
-            transaction.on_commit(lambda: enqueue_turn(turn.id))
-        return Submitted(turn, True, frames)
+            transaction.on_commit(lambda: enqueue_turn(turn["id"]))
+        return Submitted(Turn(**turn), True, frames)
     except IntegrityError:
         # The same request_id raced in from another connection; the first one won.
-        turn = Turn.objects.get(conversation_id=conversation_id, request_id=request_id)
-        return Submitted(turn, False, [])
+        return Submitted(Turn.objects.get(conversation_id=conversation_id, request_id=request_id), False, [])
+
+
+def _submitted_before(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> Submitted:
+    """Why a submit reserved nothing: the conversation is gone, or this request was stored."""
+    if not Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists():
+        raise NotFound("This conversation does not exist.", code="conversation_not_found")
+    return Submitted(Turn.objects.get(conversation_id=conversation_id, request_id=request_id), False, [])
 
 
 def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> list[EventFrame]:
@@ -228,21 +233,6 @@ class Claim:
     frames: list[EventFrame] = field(default_factory=list)
 
 
-# What the claim reads of a turn: loading whole rows cost more CPU than the query.
-CLAIM_FIELDS = (
-    "id",
-    "conversation_id",
-    "ordinal",
-    "status",
-    "lease_expires_at",
-    "attempts",
-    "attempts_without_progress",
-    "cancel_requested",
-    "started_at",
-    "steps",
-)
-
-
 def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Claim | None:
     """Take the lease of a runnable turn; None when it is finished, owned or must wait.
 
@@ -250,21 +240,10 @@ def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Cl
     turn.started come back in the Claim for the caller to publish after commit.
     """
     now = timezone.now()
-    frames: list[EventFrame] = []
     with transaction.atomic(savepoint=False):
-        earlier = Turn.objects.filter(
-            conversation_id=OuterRef("conversation_id"), ordinal__lt=OuterRef("ordinal"), status__in=UNFINISHED
-        )
-        turn = (
-            # Only the turn's row: a duplicate delivery must not queue behind (or deadlock
-            # with) the streaming writes that hold its conversation's row.
-            Turn.objects.select_for_update(of=("self",))
-            .filter(id=turn_id)
-            .select_related("conversation")
-            .only(*CLAIM_FIELDS, "conversation__state")
-            .annotate(waits=Exists(earlier))
-            .first()
-        )
+        # Only the turn's row is locked: a duplicate delivery must not queue behind (or
+        # deadlock with) the streaming writes that hold its conversation's row.
+        turn = turn_rows.turn_lock_for_claim(turn_id=turn_id)
         if turn is None or turn.status in TERMINAL_TURN_STATUSES:
             return None
         if turn.status == TurnStatus.RUNNING and turn.lease_expires_at and turn.lease_expires_at > now:
@@ -273,11 +252,13 @@ def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Cl
             return None  # runs when the earlier turn finishes
         recovering = turn.status == TurnStatus.RUNNING
         without_progress = turn.attempts_without_progress + (1 if recovering else 0)
-        if turn.conversation.state != ConversationState.ACTIVE or turn.cancel_requested:
-            frames = _finish(turn, TurnStatus.CANCELLED)
+        frames: list[EventFrame] = []
+        locked = Turn(id=turn.id, conversation_id=turn.conversation_id)
+        if turn.conversation_state != ConversationState.ACTIVE or turn.cancel_requested:
+            frames = _finish(locked, TurnStatus.CANCELLED)
         elif without_progress >= MAX_ATTEMPTS_WITHOUT_PROGRESS or turn.attempts >= MAX_ATTEMPTS:
             frames = _finish(
-                turn,
+                locked,
                 TurnStatus.FAILED,
                 code="turn_interrupted",
                 message="The answer was interrupted repeatedly and was stopped. Send your message again.",
@@ -286,12 +267,11 @@ def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Cl
             _after_commit(turn.conversation_id, frames, run=turn_next_runnable(conversation_id=turn.conversation_id))
             return None
         token = secrets.token_hex(16)
-        Turn.objects.filter(id=turn.id).update(
-            status=TurnStatus.RUNNING,
+        turn_rows.turn_mark_running(
+            turn_id=turn.id,
             lease_token=token,
             lease_expires_at=now + LEASE,
-            attempts=F("attempts") + 1,
-            attempts_without_progress=without_progress,
+            without_progress=without_progress,
             started_at=turn.started_at or now,
             provider=provider,
             model=model,

@@ -13,6 +13,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from conversations.routing import websocket_urlpatterns  # noqa: E402
+from flarebot.core.heap import heap_settle  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -21,3 +22,6 @@ application = ProtocolTypeRouter(
         "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
     }
 )
+
+# Everything loaded so far lives as long as the process: keep it out of GC pauses.
+heap_settle()

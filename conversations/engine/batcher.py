@@ -13,14 +13,15 @@ import logging
 import uuid
 import weakref
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from django.db import DatabaseError, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
 
 from conversations.engine.database import db
-from conversations.eventlog import EventFrame, NewEvent, event_frame, sequences_allocate
-from conversations.models import Conversation, Event, Message, Turn, TurnStatus
+from conversations.eventlog import EventFrame, NewEvent, events_insert, sequences_allocate
+from conversations.models import Conversation, Message, Turn, TurnStatus
+from flarebot.core.rows import column, table, to_db
 from tools.activity import Activity, activity_store
 
 logger = logging.getLogger(__name__)
@@ -37,11 +38,24 @@ class StreamWrite:
     activities: tuple[Activity, ...] = ()  # tool activity stored with the events announcing it
 
 
-def _store_parts_sql(connection: BaseDatabaseWrapper) -> str:
-    quote = connection.ops.quote_name
+@cache
+def _store_parts_sql() -> str:
+    m, t = Message, Turn
     return (
-        f"UPDATE {quote(Message._meta.db_table)} SET parts = %s WHERE id = %s AND EXISTS ("  # noqa: S608
-        f"SELECT 1 FROM {quote(Turn._meta.db_table)} WHERE id = %s AND lease_token = %s AND status = %s)"
+        f"UPDATE {table(m)} SET {column(m, 'parts')} = %s WHERE {column(m, 'id')} = %s AND EXISTS ("  # noqa: S608
+        f"SELECT 1 FROM {table(t)} WHERE {column(t, 'id')} = %s AND {column(t, 'lease_token')} = %s"
+        f" AND {column(t, 'status')} = %s)"
+    )
+
+
+@cache
+def _store_parts_and_allocate_sql() -> str:
+    """PostgreSQL: the parts and the sequences in one statement (one round trip per write)."""
+    c = Conversation
+    return (
+        f"WITH stored AS ({_store_parts_sql()} RETURNING 1)"  # noqa: S608
+        f" UPDATE {table(c)} SET {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + %s"
+        f" WHERE {column(c, 'id')} = %s AND EXISTS (SELECT 1 FROM stored) RETURNING {column(c, 'last_sequence')}"
     )
 
 
@@ -52,25 +66,32 @@ def _write_one(write: StreamWrite) -> int | None:
     update each time cost more CPU than the database spent on it.
     """
     connection = transaction.get_connection()
-    parts_field, message_pk, turn_pk = Message._meta.get_field("parts"), Message._meta.pk, Turn._meta.pk
-    assert message_pk is not None
-    assert turn_pk is not None
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _store_parts_sql(connection),
-            [
-                parts_field.get_db_prep_value(write.parts, connection),
-                message_pk.get_db_prep_value(write.message_id, connection),
-                turn_pk.get_db_prep_value(write.turn_id, connection),
-                write.lease_token,
-                TurnStatus.RUNNING.value,
-            ],
-        )
-        if cursor.rowcount != 1:
-            return None
+    owned = [
+        to_db(Message, "parts", write.parts),
+        to_db(Message, "id", write.message_id),
+        to_db(Turn, "id", write.turn_id),
+        write.lease_token,
+        TurnStatus.RUNNING.value,
+    ]
+    count = len(write.events)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _store_parts_and_allocate_sql(), [*owned, count, to_db(Conversation, "id", write.conversation_id)]
+            )
+            row = cursor.fetchone()
+        if row is None:
+            return None  # the attempt lost the turn (or the conversation is gone)
+        first = int(row[0]) - count + 1
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(_store_parts_sql(), owned)
+            if cursor.rowcount != 1:
+                return None
+        first = sequences_allocate(conversation_id=write.conversation_id, count=count)
     for activity in write.activities:
         activity_store(activity)
-    return sequences_allocate(conversation_id=write.conversation_id, count=len(write.events))
+    return first
 
 
 def _write_batch(writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
@@ -87,8 +108,7 @@ def _write_batch(writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
 
 
 def _write_batch_once(writes: list[StreamWrite], *, isolated: bool) -> list[list[EventFrame] | None]:
-    results: list[list[EventFrame] | None] = []
-    rows: list[Event] = []
+    firsts: list[int | None] = []
     with transaction.atomic():
         connection = transaction.get_connection()
         if connection.vendor == "postgresql":
@@ -102,23 +122,25 @@ def _write_batch_once(writes: list[StreamWrite], *, isolated: bool) -> list[list
             if isolated:
                 try:
                     with transaction.atomic():
-                        first = _write_one(write)
+                        firsts.append(_write_one(write))
                 except (DatabaseError, Conversation.DoesNotExist):
                     logger.warning("streaming write of turn %s failed; its attempt stops", write.turn_id, exc_info=True)
-                    first = None
+                    firsts.append(None)
             else:
-                first = _write_one(write)
-            if first is None:
-                results.append(None)
-                continue
-            batch = [
-                Event(conversation_id=write.conversation_id, sequence=first + i, kind=kind, turn_id=turn_id, data=data)
-                for i, (kind, turn_id, data) in enumerate(write.events)
-            ]
-            rows += batch
-            results.append([event_frame(row) for row in batch])
-        Event.objects.bulk_create(rows)
-    return results
+                firsts.append(_write_one(write))
+        frames = iter(
+            events_insert(
+                [
+                    (w.conversation_id, first, w.events)
+                    for w, first in zip(writes, firsts, strict=True)
+                    if first is not None
+                ]
+            )
+        )
+    return [
+        None if first is None else [next(frames) for _ in write.events]
+        for write, first in zip(writes, firsts, strict=True)
+    ]
 
 
 class WriteBatcher:

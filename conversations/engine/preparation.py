@@ -13,7 +13,9 @@ from conversations.instructions import instructions_effective
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import Message, MessageRole, Turn
 from conversations.providers.base import INTERRUPTED_OUTPUT
+from conversations.turn_rows import transcript_until
 from conversations.turns import Claim, activity_events, turn_claim
+from flarebot.core.rows import rows_insert
 from tools.activity import activities_interrupt
 
 
@@ -63,29 +65,26 @@ def _prepare(
     """Read the transcript and this turn's answer so far, inside the caller's transaction."""
     if steps is None or cancel is None:
         steps, cancel = Turn.objects.filter(id=claim.turn_id).values_list("steps", "cancel_requested").get()
-    transcript = [
-        {"role": role, "parts": parts}
-        for role, parts in Message.objects.filter(conversation_id=claim.conversation_id, ordinal__lte=2 * claim.ordinal)
-        .order_by("ordinal")
-        .values_list("role", "parts")
-    ]
+    transcript = transcript_until(conversation_id=claim.conversation_id, ordinal=2 * claim.ordinal)
     fields = {"conversation_id": claim.conversation_id, "ordinal": 2 * claim.ordinal + 1, "parts": []}
     if first_attempt:
-        assistant = Message.objects.create(turn_id=claim.turn_id, role=MessageRole.ASSISTANT, **fields)
+        (row,) = rows_insert(Message, [{"turn_id": claim.turn_id, "role": MessageRole.ASSISTANT.value, **fields}])
+        assistant_id, parts = row["id"], []
     else:
         assistant, _ = Message.objects.get_or_create(turn_id=claim.turn_id, role=MessageRole.ASSISTANT, defaults=fields)
-    parts, events = _resume_parts(list(assistant.parts), turn_id=claim.turn_id, steps=steps)
+        assistant_id, parts = assistant.id, list(assistant.parts)
+    parts, events = _resume_parts(parts, turn_id=claim.turn_id, steps=steps)
     if not first_attempt:
         events += activity_events(claim.turn_id, activities_interrupt(turn_id=claim.turn_id))
     frames: list[EventFrame] = []
     if events:
-        Message.objects.filter(id=assistant.id).update(parts=parts)
+        Message.objects.filter(id=assistant_id).update(parts=parts)
         frames = events_append(conversation_id=claim.conversation_id, events=events)
     return Prepared(
         model=model,
         system=system,
         transcript=transcript,
-        assistant_message_id=assistant.id,
+        assistant_message_id=assistant_id,
         parts=parts,
         steps=steps,
         cancel_requested=cancel,

@@ -20,10 +20,13 @@ from typing import Any, TypeVar
 from django.conf import settings
 
 from conversations.engine.cancel_bus import CancelListener
+from conversations.engine.database import connect_database_threads
 from conversations.engine.doorbell import DoorbellListener
 from conversations.engine.runner import run_turn
 
 T = TypeVar("T")
+
+DATABASE_THREADS = 8
 
 
 class EngineRuntime:
@@ -34,7 +37,9 @@ class EngineRuntime:
         sys.setswitchinterval(0.001)
         self.loop = asyncio.new_event_loop()
         # Database calls of the turns run here, off the loop.
-        self.loop.set_default_executor(ThreadPoolExecutor(max_workers=8, thread_name_prefix="turn-db"))
+        executor = ThreadPoolExecutor(max_workers=DATABASE_THREADS, thread_name_prefix="turn-db")
+        self.loop.set_default_executor(executor)
+        connect_database_threads(executor, DATABASE_THREADS)
         self.cancels = CancelListener()
         self._turns: dict[uuid.UUID, asyncio.Task[None]] = {}  # touched on the loop only
         self.doorbell = DoorbellListener(self.turn, capacity=settings.CONFIG.worker_concurrency)

@@ -1,7 +1,9 @@
 """SDK clients, created once per process (and event loop) and reused for every turn.
 
 A client per turn costs a TLS handshake and connection pool each time; measured here it
-doubled the time to first delta. Clients are keyed by a fingerprint of the key, so a
+doubled the time to first delta. They speak HTTP through aiohttp (the SDKs' `aiohttp`
+extra): reading a stream cost about a quarter less CPU per chunk than the default httpx
+transport (measured here). Clients are keyed by a fingerprint of the key, so a
 replaced key gets a new client; the key itself stays inside the SDK object.
 """
 
@@ -64,6 +66,7 @@ def anthropic_client(base_url: str, key: Secret) -> anthropic.AsyncAnthropic:
             base_url=base_url,
             max_retries=0,
             timeout=anthropic.Timeout(_TIMEOUT, connect=_CONNECT_TIMEOUT),
+            http_client=anthropic.DefaultAioHttpClient(),
         ),
     )
 
@@ -79,5 +82,6 @@ def openai_client(base_url: str, key: Secret | None) -> openai.AsyncOpenAI:
             base_url=base_url,
             max_retries=0,
             timeout=openai.Timeout(_TIMEOUT, connect=_CONNECT_TIMEOUT),
+            http_client=openai.DefaultAioHttpClient(),
         ),
     )

@@ -1,0 +1,153 @@
+"""The statements of a turn's hot path, in plain SQL (see flarebot.core.rows for why).
+
+Each function is one statement and holds no rule: `turns` and the engine decide what the
+rows mean. They run inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from conversations.models import Conversation, ConversationState, Message, Turn, TurnStatus
+from flarebot.core.rows import column, from_db, table, to_db
+
+
+def conversation_reserve_turn(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> tuple[int, int] | None:
+    """Take the next turn ordinal and one event sequence of an active conversation.
+
+    Returns (ordinal, sequence), or None when the conversation is not active or already
+    has a turn for this request. Locks the conversation row until commit.
+    """
+    c, t = Conversation, Turn
+    sql = (
+        f"UPDATE {table(c)} SET {column(c, 'last_turn_ordinal')} = {column(c, 'last_turn_ordinal')} + 1,"  # noqa: S608
+        f" {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + 1"
+        f" WHERE {column(c, 'id')} = %s AND {column(c, 'state')} = %s AND NOT EXISTS ("
+        f"SELECT 1 FROM {table(t)} WHERE {column(t, 'conversation')} = %s AND {column(t, 'request_id')} = %s)"
+        f" RETURNING {column(c, 'last_turn_ordinal')}, {column(c, 'last_sequence')}"
+    )
+    conversation = to_db(c, "id", conversation_id)
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(
+            sql, [conversation, ConversationState.ACTIVE.value, conversation, to_db(t, "request_id", request_id)]
+        )
+        row = cursor.fetchone()
+    return (int(row[0]), int(row[1])) if row else None
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """What a claim reads of a turn, its conversation and its predecessors."""
+
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    ordinal: int
+    status: str
+    lease_expires_at: datetime | None
+    attempts: int
+    attempts_without_progress: int
+    cancel_requested: bool
+    started_at: datetime | None
+    steps: int
+    conversation_state: str
+    waits: bool  # an earlier turn of the conversation is unfinished
+
+
+_CLAIM_COLUMNS = (
+    "id",
+    "conversation",
+    "ordinal",
+    "status",
+    "lease_expires_at",
+    "attempts",
+    "attempts_without_progress",
+    "cancel_requested",
+    "started_at",
+    "steps",
+)
+
+
+def turn_lock_for_claim(*, turn_id: uuid.UUID) -> ClaimRow | None:
+    """Read and lock a turn's row (only the turn's: see turns.turn_claim)."""
+    c, t = Conversation, Turn
+    connection = transaction.get_connection()
+    selected = ", ".join(f"t.{column(t, name)}" for name in _CLAIM_COLUMNS)
+    unfinished = ", ".join(["%s"] * 2)
+    sql = (
+        f"SELECT {selected}, c.{column(c, 'state')}, EXISTS ("  # noqa: S608
+        f"SELECT 1 FROM {table(t)} e WHERE e.{column(t, 'conversation')} = t.{column(t, 'conversation')}"
+        f" AND e.{column(t, 'ordinal')} < t.{column(t, 'ordinal')} AND e.{column(t, 'status')} IN ({unfinished}))"
+        f" FROM {table(t)} t JOIN {table(c)} c ON c.{column(c, 'id')} = t.{column(t, 'conversation')}"
+        f" WHERE t.{column(t, 'id')} = %s"
+    )
+    if connection.features.has_select_for_update_of:
+        sql += " FOR UPDATE OF t"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [TurnStatus.QUEUED.value, TurnStatus.RUNNING.value, to_db(t, "id", turn_id)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    value = {name: from_db(t, name, v) for name, v in zip(_CLAIM_COLUMNS, row[: len(_CLAIM_COLUMNS)], strict=True)}
+    return ClaimRow(
+        id=value["id"],
+        conversation_id=value["conversation"],
+        ordinal=value["ordinal"],
+        status=value["status"],
+        lease_expires_at=value["lease_expires_at"],
+        attempts=value["attempts"],
+        attempts_without_progress=value["attempts_without_progress"],
+        cancel_requested=bool(value["cancel_requested"]),
+        started_at=value["started_at"],
+        steps=value["steps"],
+        conversation_state=row[-2],
+        waits=bool(row[-1]),
+    )
+
+
+def turn_mark_running(
+    *,
+    turn_id: uuid.UUID,
+    lease_token: str,
+    lease_expires_at: datetime,
+    without_progress: int,
+    started_at: datetime,
+    provider: str,
+    model: str,
+) -> None:
+    """Give a locked turn to a new attempt."""
+    t = Turn
+    assignments = {
+        "status": TurnStatus.RUNNING.value,
+        "lease_token": lease_token,
+        "lease_expires_at": lease_expires_at,
+        "attempts_without_progress": without_progress,
+        "started_at": started_at,
+        "provider": provider,
+        "model": model,
+    }
+    sets = ", ".join(f"{column(t, name)} = %s" for name in assignments)
+    sql = (
+        f"UPDATE {table(t)} SET {sets}, {column(t, 'attempts')} = {column(t, 'attempts')} + 1"  # noqa: S608
+        f" WHERE {column(t, 'id')} = %s"
+    )
+    params: list[Any] = [to_db(t, name, value) for name, value in assignments.items()]
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(sql, [*params, to_db(t, "id", turn_id)])
+
+
+def transcript_until(*, conversation_id: uuid.UUID, ordinal: int) -> list[dict[str, Any]]:
+    """The conversation's messages up to a transcript ordinal, in order, as role and parts."""
+    m = Message
+    sql = (
+        f"SELECT {column(m, 'role')}, {column(m, 'parts')} FROM {table(m)}"  # noqa: S608
+        f" WHERE {column(m, 'conversation')} = %s AND {column(m, 'ordinal')} <= %s ORDER BY {column(m, 'ordinal')}"
+    )
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(sql, [to_db(m, "conversation", conversation_id), ordinal])
+        rows = cursor.fetchall()
+    return [{"role": role, "parts": from_db(m, "parts", parts)} for role, parts in rows]
