@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import timezone
@@ -66,6 +67,19 @@ def _conversation_is_active(conversation_id: uuid.UUID) -> bool:
 
 class ConversationConsumer(AsyncWebsocketConsumer):
     groups: list[str] = []
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Handle a message without Channels' per-message connection clean-up.
+
+        Channels hops to its single sync thread before every handler to close stale
+        database connections; for a socket that means one hop per streamed window, and
+        every socket's windows queued on that one thread. This consumer's database calls
+        go through `database_sync_to_async`, which does that clean-up itself.
+        """
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def connect(self) -> None:
         handshake = await _db(owner_handshake_check)(self.scope)

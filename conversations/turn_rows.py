@@ -151,3 +151,34 @@ def transcript_until(*, conversation_id: uuid.UUID, ordinal: int) -> list[dict[s
         cursor.execute(sql, [to_db(m, "conversation", conversation_id), ordinal])
         rows = cursor.fetchall()
     return [{"role": role, "parts": from_db(m, "parts", parts)} for role, parts in rows]
+
+
+def turn_lock_owned(*, turn_id: uuid.UUID, lease_token: str) -> tuple[str, uuid.UUID] | None:
+    """Lock a turn this lease owns; return its status and conversation, or None."""
+    t = Turn
+    connection = transaction.get_connection()
+    sql = (
+        f"SELECT {column(t, 'status')}, {column(t, 'conversation')} FROM {table(t)}"  # noqa: S608
+        f" WHERE {column(t, 'id')} = %s AND {column(t, 'lease_token')} = %s"
+    )
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [to_db(t, "id", turn_id), lease_token])
+        row = cursor.fetchone()
+    return (row[0], from_db(t, "conversation", row[1])) if row else None
+
+
+def turn_first_unfinished(*, conversation_id: uuid.UUID) -> tuple[uuid.UUID, str] | None:
+    """The conversation's earliest queued or running turn: its id and status."""
+    t = Turn
+    sql = (
+        f"SELECT {column(t, 'id')}, {column(t, 'status')} FROM {table(t)}"  # noqa: S608
+        f" WHERE {column(t, 'conversation')} = %s AND {column(t, 'status')} IN (%s, %s)"
+        f" ORDER BY {column(t, 'ordinal')} LIMIT 1"
+    )
+    params = [to_db(t, "conversation", conversation_id), TurnStatus.QUEUED.value, TurnStatus.RUNNING.value]
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return (from_db(t, "id", row[0]), row[1]) if row else None

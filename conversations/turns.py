@@ -31,7 +31,7 @@ from conversations.models import (
     TurnStatus,
 )
 from flarebot.core.errors import InvalidInput, NotFound
-from flarebot.core.rows import rows_insert
+from flarebot.core.rows import rows_insert, rows_update
 from flarebot.core.text import utf16_length
 from flarebot.core.times import iso
 from tools.activity import ActivityJson, activities_interrupt
@@ -152,13 +152,17 @@ def _submitted_before(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> S
 def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> list[EventFrame]:
     """Move a locked turn to a terminal status and append its closing event."""
     now = timezone.now()
-    Turn.objects.filter(id=turn.id).update(
-        status=status,
-        error_code=code,
-        error_message=message,
-        finished_at=now,
-        lease_token="",
-        lease_expires_at=None,
+    rows_update(
+        Turn,
+        {"id": turn.id},
+        {
+            "status": status,
+            "error_code": code,
+            "error_message": message,
+            "finished_at": now,
+            "lease_token": "",
+            "lease_expires_at": None,
+        },
     )
     kind = {"completed": "turn.completed", "failed": "turn.failed", "cancelled": "turn.cancelled"}[status]
     data: dict[str, Any] = {"code": code, "message": message} if status == TurnStatus.FAILED else {}
@@ -175,19 +179,20 @@ def activity_events(turn_id: uuid.UUID, activities: list[ActivityJson]) -> list[
 def turn_finish(*, turn_id: uuid.UUID, lease_token: str, status: str, code: str = "", message: str = "") -> bool:
     """End a turn this lease owns; enqueue the conversation's next turn. Return whether it was ours."""
     with transaction.atomic():
-        turn = Turn.objects.select_for_update().filter(id=turn_id, lease_token=lease_token).first()
-        if turn is None or turn.status != TurnStatus.RUNNING:
+        owned = turn_rows.turn_lock_owned(turn_id=turn_id, lease_token=lease_token)
+        if owned is None or owned[0] != TurnStatus.RUNNING:
             return False
-        frames = _finish(turn, status, code=code, message=message)
-        next_turn = turn_next_runnable(conversation_id=turn.conversation_id)
-        _after_commit(turn.conversation_id, frames, run=next_turn)
+        conversation_id = owned[1]
+        frames = _finish(Turn(id=turn_id, conversation_id=conversation_id), status, code=code, message=message)
+        next_turn = turn_next_runnable(conversation_id=conversation_id)
+        _after_commit(conversation_id, frames, run=next_turn)
     return True
 
 
 def turn_next_runnable(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
     """Return the earliest unfinished turn of a conversation, if it is queued."""
-    first = Turn.objects.filter(conversation_id=conversation_id, status__in=UNFINISHED).order_by("ordinal").first()
-    return first.id if first is not None and first.status == TurnStatus.QUEUED else None
+    first = turn_rows.turn_first_unfinished(conversation_id=conversation_id)
+    return first[0] if first is not None and first[1] == TurnStatus.QUEUED else None
 
 
 def turn_cancel(*, conversation_id: uuid.UUID) -> uuid.UUID | None:

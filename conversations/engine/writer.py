@@ -19,6 +19,7 @@ from conversations.engine.database import db
 from conversations.eventlog import NewEvent, events_publish
 from conversations.models import Turn
 from conversations.turns import Claim
+from flarebot.core.rows import rows_update
 from flarebot.core.text import json_text_safe
 from tools.activity import Activity
 
@@ -31,11 +32,11 @@ class LeaseLost(Exception):
 
 
 def _record_progress(*, claim: Claim) -> None:
-    Turn.objects.filter(id=claim.turn_id, lease_token=claim.lease_token).update(attempts_without_progress=0)
+    rows_update(Turn, {"id": claim.turn_id, "lease_token": claim.lease_token}, {"attempts_without_progress": 0})
 
 
 def _record_step(*, claim: Claim, steps: int) -> None:
-    Turn.objects.filter(id=claim.turn_id, lease_token=claim.lease_token).update(steps=steps)
+    rows_update(Turn, {"id": claim.turn_id, "lease_token": claim.lease_token}, {"steps": steps})
 
 
 @dataclass

@@ -92,3 +92,18 @@ def rows_insert(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
     with connection.cursor() as cursor:
         cursor.execute(prefix + ", ".join([placeholders] * len(rows)), params)
     return complete
+
+
+def rows_update(model: type[models.Model], where: Mapping[str, Any], values: Mapping[str, Any]) -> int:
+    """`UPDATE ... SET values WHERE` every `where` field equals its value; return the row count.
+
+    Like `QuerySet.update()`, it leaves `auto_now` fields alone.
+    """
+    connection = _connection()
+    sets = ", ".join(f"{column(model, name)} = %s" for name in values)
+    conditions = " AND ".join(f"{column(model, name)} = %s" for name in where)
+    params = [to_db(model, name, value) for name, value in values.items()]
+    params += [to_db(model, name, value) for name, value in where.items()]
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table(model)} SET {sets} WHERE {conditions}", params)  # noqa: S608
+        return int(cursor.rowcount)
