@@ -26,7 +26,7 @@ from conversations.engine.runner import run_turn
 
 T = TypeVar("T")
 
-DATABASE_THREADS = 8
+DATABASE_THREADS = 4
 
 
 class EngineRuntime:
