@@ -1,6 +1,7 @@
 """The agent's instructions: shipped defaults, or the owner's override of them.
 
-Every turn attempt reads the current instructions; a running attempt keeps its copy.
+Every turn attempt reads the current instructions (with its model: model_settings.
+turn_model_snapshot); a running attempt keeps its copy.
 """
 
 from __future__ import annotations
@@ -8,11 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypedDict
 
-from django.db import transaction
-
 from conversations.models import InstructionOverride
 from flarebot.core.errors import InvalidInput
-from flarebot.core.rows import column, table
 from flarebot.core.text import has_control_characters, utf16_length
 from flarebot.core.times import iso
 
@@ -37,15 +35,6 @@ def instructions_get() -> InstructionsView:
         "customized": override is not None,
         "modified_at": iso(override.updated_at) if override else None,
     }
-
-
-def instructions_effective() -> str:
-    """Return the instructions a turn attempt runs with now (every turn's start: plain SQL)."""
-    model = InstructionOverride
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute(f"SELECT {column(model, 'text')} FROM {table(model)}")  # noqa: S608
-        row = cursor.fetchone()
-    return row[0] if row else DEFAULT_INSTRUCTIONS
 
 
 def instructions_set(*, text: str) -> InstructionsView:

@@ -11,14 +11,17 @@ from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from conversations.models import ModelConfiguration, ProviderKey
+from conversations.instructions import DEFAULT_INSTRUCTIONS
+from conversations.models import InstructionOverride, ModelConfiguration, ProviderKey
 from conversations.providers.catalog import KEYED_PROVIDERS, Configuration, default_configuration, in_catalog
 from flarebot.core.crypto import DecryptionFailed, Secret, seal, unseal
 from flarebot.core.errors import InvalidInput
-from flarebot.core.installation import installation_get_verified, installation_id_verified
-from flarebot.core.rows import column, table
+from flarebot.core.installation import installation_get_verified, installation_intact
+from flarebot.core.models import Installation
+from flarebot.core.rows import column, from_db, table
 
 KEY_MIN, KEY_MAX = 20, 512
 
@@ -90,61 +93,92 @@ def _installation_id() -> uuid.UUID:
 
 @dataclass(frozen=True)
 class TurnModel:
-    """One coherent snapshot of what a turn runs on: provider, model and key (or why not)."""
+    """One coherent snapshot of what a turn runs on: provider, model, key (or why not), instructions."""
 
     provider: str
     model: str
     key: Secret | None
     problem: tuple[str, str] | None = None  # (code, safe message) when the turn cannot run
+    instructions: str = DEFAULT_INSTRUCTIONS
 
 
 def turn_model_snapshot() -> TurnModel:
-    """Read configuration and key together, for one turn attempt (a turn's start: plain SQL)."""
-    with transaction.atomic(savepoint=False):  # the engine calls it inside its claim
-        provider, model, sealed = _configuration_and_keys()
-        if provider is not None and model is not None and in_catalog(provider, model):
-            config = Configuration(provider, model)
-        else:
-            config = default_configuration()
-        if config.provider not in KEYED_PROVIDERS:
-            return TurnModel(config.provider, config.model, None)
-        installation_id = installation_id_verified()
+    """Read configuration, key and instructions together, for one turn attempt.
+
+    One plain statement: every turn's start reads it, and four ORM queries cost more CPU
+    and round trips than the rest of the start.
+    """
+    read = _turn_settings_read()
+    if read.provider is not None and read.model is not None and in_catalog(read.provider, read.model):
+        config = Configuration(read.provider, read.model)
+    else:
+        config = default_configuration()
+    instructions = read.instructions if read.instructions is not None else DEFAULT_INSTRUCTIONS
+    if config.provider not in KEYED_PROVIDERS:
+        return TurnModel(config.provider, config.model, None, instructions=instructions)
     label = "Anthropic" if config.provider == "anthropic" else "OpenAI"
-    row = sealed.get(config.provider)
+    row = read.sealed.get(config.provider)
     if row is None:
         return TurnModel(
             config.provider,
             config.model,
             None,
             ("provider_key_missing", f"Add an {label} API key in Settings to use {config.model}."),
+            instructions,
         )
     try:
-        if installation_id is None:
+        if read.installation_id is None:
             raise DecryptionFailed("no installation")
-        key = unseal(row, server_secret=settings.SECRET_KEY, installation_id=installation_id)
+        key = unseal(row, server_secret=settings.SECRET_KEY, installation_id=read.installation_id)
     except DecryptionFailed:
         return TurnModel(
             config.provider,
             config.model,
             None,
             ("provider_key_unreadable", f"The stored {label} key can no longer be read. Enter it again in Settings."),
+            instructions,
         )
-    return TurnModel(config.provider, config.model, key)
+    return TurnModel(config.provider, config.model, key, instructions=instructions)
 
 
-def _configuration_and_keys() -> tuple[str | None, str | None, dict[str, bytes]]:
-    """The configured provider and model (None when unset) and the sealed keys, in one statement."""
-    config, keys = ModelConfiguration, ProviderKey
+@dataclass(frozen=True)
+class _SettingsRead:
+    provider: str | None
+    model: str | None
+    sealed: dict[str, bytes]
+    instructions: str | None  # the owner's override, if any
+    installation_id: uuid.UUID | None  # only when the installation is intact
+
+
+def _turn_settings_read() -> _SettingsRead:
+    config, keys, override, inst = ModelConfiguration, ProviderKey, InstructionOverride, Installation
+    user = get_user_model()
     sealed = ", ".join(
         f"(SELECT {column(keys, 'sealed')} FROM {table(keys)} WHERE {column(keys, 'provider')} = %s)"  # noqa: S608
         for _ in KEYED_PROVIDERS
     )
     sql = (
         f"SELECT (SELECT {column(config, 'provider')} FROM {table(config)}),"  # noqa: S608
-        f" (SELECT {column(config, 'model')} FROM {table(config)}), {sealed}"
+        f" (SELECT {column(config, 'model')} FROM {table(config)}), {sealed},"
+        f" (SELECT {column(override, 'text')} FROM {table(override)}), (SELECT count(*) FROM {table(inst)}),"
+        f" i.{column(inst, 'installation_id')}, i.{column(inst, 'schema_version')}, i.{column(inst, 'owner_username')},"
+        f" u.{column(user, user.USERNAME_FIELD)}, u.{column(user, 'is_active')}"
+        f" FROM (SELECT 1 AS one) AS one LEFT JOIN {table(inst)} i ON 1 = 1"
+        f" LEFT JOIN {table(user)} u ON u.{column(user, 'id')} = i.{column(inst, 'owner')} LIMIT 1"
     )
     with transaction.get_connection().cursor() as cursor:
         cursor.execute(sql, list(KEYED_PROVIDERS))
-        provider, model, *keys_sealed = cursor.fetchone()
-    found = {p: bytes(value) for p, value in zip(KEYED_PROVIDERS, keys_sealed, strict=True) if value is not None}
-    return provider, model, found
+        row = cursor.fetchone()
+    provider, model, *rest = row
+    keys_sealed, rest = rest[: len(KEYED_PROVIDERS)], rest[len(KEYED_PROVIDERS) :]
+    instructions, installations, installation_id, schema_version, username_then, username_now, active = rest
+    intact = installations == 1 and installation_intact(
+        schema_version=schema_version, username_then=username_then, username_now=username_now, owner_active=bool(active)
+    )
+    return _SettingsRead(
+        provider=provider,
+        model=model,
+        sealed={p: bytes(v) for p, v in zip(KEYED_PROVIDERS, keys_sealed, strict=True) if v is not None},
+        instructions=instructions,
+        installation_id=from_db(inst, "installation_id", installation_id) if intact else None,
+    )

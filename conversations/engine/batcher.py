@@ -12,6 +12,7 @@ import asyncio
 import logging
 import uuid
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -144,7 +145,8 @@ def _write_batch_once(writes: list[StreamWrite], *, isolated: bool) -> list[list
 
 
 class WriteBatcher:
-    def __init__(self) -> None:
+    def __init__(self, executor: ThreadPoolExecutor | None = None) -> None:
+        self._executor = executor
         self._queue: list[tuple[StreamWrite, asyncio.Future[list[EventFrame] | None]]] = []
         self._draining = False
 
@@ -161,7 +163,7 @@ class WriteBatcher:
             while self._queue:
                 batch, self._queue = self._queue, []
                 try:
-                    results = await db(_write_batch)([write for write, _ in batch])
+                    results = await db(_write_batch, executor=self._executor)([write for write, _ in batch])
                 except Exception as error:
                     for _, future in batch:
                         if not future.done():
@@ -184,3 +186,13 @@ def write_batcher() -> WriteBatcher:
     if batcher is None:
         batcher = _batchers[loop] = WriteBatcher()
     return batcher
+
+
+def write_batcher_install(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) -> None:
+    """Give a loop's batcher a thread of its own (the engine's), apart from the claims' threads.
+
+    Only one batch is in flight at a time, so one thread suffices; sharing the other
+    database threads made windows wait behind a burst of turn starts, and starts behind
+    windows.
+    """
+    _batchers[loop] = WriteBatcher(executor)

@@ -16,8 +16,13 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 
-def db(function: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
-    """Wrap a synchronous database function to be awaited from the engine loop."""
+def db(
+    function: Callable[..., T], *, executor: ThreadPoolExecutor | None = None
+) -> Callable[..., Coroutine[Any, Any, T]]:
+    """Wrap a synchronous database function to be awaited from the engine loop.
+
+    It runs on the loop's default executor, or on `executor` when given.
+    """
 
     def call(*args: Any, **kwargs: Any) -> T:
         connection = connections[DEFAULT_DB_ALIAS]
@@ -32,7 +37,7 @@ def db(function: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
             if not connection.settings_dict.get("CONN_MAX_AGE"):
                 connection.close()
 
-    return sync_to_async(call, thread_sensitive=False)
+    return sync_to_async(call, thread_sensitive=False, executor=executor)
 
 
 def connect_database_threads(executor: ThreadPoolExecutor, count: int) -> None:

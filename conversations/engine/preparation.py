@@ -9,7 +9,6 @@ from typing import Any
 from django.db import transaction
 
 from conversations.eventlog import EventFrame, NewEvent, events_append
-from conversations.instructions import instructions_effective
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import Message, MessageRole, Turn
 from conversations.providers.base import INTERRUPTED_OUTPUT
@@ -35,29 +34,26 @@ def attempt_start(turn_id: uuid.UUID) -> tuple[Claim, Prepared] | None:
     """Claim a turn and prepare its first attempt in one transaction (the hot path)."""
     with transaction.atomic():
         model = turn_model_snapshot()
-        system = instructions_effective()
         claim = turn_claim(turn_id=turn_id, provider=model.provider, model=model.model)
         if claim is None:
             return None
         # The claim holds the turn's row lock and found no cancel request.
         first = claim.attempt == 1
-        return claim, _prepare(claim, model=model, system=system, first_attempt=first, steps=claim.steps, cancel=False)
+        return claim, _prepare(claim, model=model, first_attempt=first, steps=claim.steps, cancel=False)
 
 
 def attempt_prepare(claim: Claim) -> Prepared:
     """Snapshot settings, instructions and transcript for another attempt of a claimed turn."""
     model = turn_model_snapshot()
-    system = instructions_effective()
     with transaction.atomic():
         Turn.objects.filter(id=claim.turn_id).update(provider=model.provider, model=model.model)
-        return _prepare(claim, model=model, system=system, first_attempt=False)
+        return _prepare(claim, model=model, first_attempt=False)
 
 
 def _prepare(
     claim: Claim,
     *,
     model: TurnModel,
-    system: str,
     first_attempt: bool,
     steps: int | None = None,
     cancel: bool | None = None,
@@ -82,7 +78,7 @@ def _prepare(
         frames = events_append(conversation_id=claim.conversation_id, events=events)
     return Prepared(
         model=model,
-        system=system,
+        system=model.instructions,
         transcript=transcript,
         assistant_message_id=assistant_id,
         parts=parts,

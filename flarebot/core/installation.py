@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,7 +11,6 @@ from django.db import IntegrityError, transaction
 
 from flarebot.core.errors import Conflict, InvalidInput
 from flarebot.core.models import Installation
-from flarebot.core.rows import column, from_db, table
 
 
 def installation_get_verified() -> Installation | None:
@@ -23,35 +20,17 @@ def installation_get_verified() -> Installation | None:
         return None
     installation = rows[0]
     owner = installation.owner
-    if not _intact(installation.schema_version, installation.owner_username, owner.get_username(), owner.is_active):
+    if not installation_intact(
+        schema_version=installation.schema_version,
+        username_then=installation.owner_username,
+        username_now=owner.get_username(),
+        owner_active=owner.is_active,
+    ):
         return None
     return installation
 
 
-def installation_id_verified() -> uuid.UUID | None:
-    """Return the installation id if the installation is intact, else None (one plain query).
-
-    The same check as installation_get_verified, for a turn's start, which reads it for
-    every turn and needs nothing else of the row.
-    """
-    user, it = get_user_model(), Installation
-    sql = (
-        f"SELECT i.{column(it, 'installation_id')}, i.{column(it, 'schema_version')},"  # noqa: S608
-        f" i.{column(it, 'owner_username')}, u.{column(user, user.USERNAME_FIELD)}, u.{column(user, 'is_active')}"
-        f" FROM {table(it)} i JOIN {table(user)} u ON u.{column(user, 'id')} = i.{column(it, 'owner')} LIMIT 2"
-    )
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute(sql)
-        rows = cursor.fetchall()
-    if len(rows) != 1:
-        return None
-    installation_id, schema_version, username_then, username_now, active = rows[0]
-    if not _intact(schema_version, username_then, username_now, bool(active)):
-        return None
-    return from_db(Installation, "installation_id", installation_id)
-
-
-def _intact(schema_version: int, username_then: str, username_now: str, owner_active: bool) -> bool:
+def installation_intact(*, schema_version: int, username_then: str, username_now: str, owner_active: bool) -> bool:
     """An installation of this schema whose owner is active and still the same account."""
     return schema_version == settings.FLAREBOT_SCHEMA_VERSION and owner_active and username_now == username_then
 
