@@ -46,13 +46,7 @@ NewEvent = tuple[str, uuid.UUID | None, dict[str, Any]]
 
 
 def event_frame(event: Event) -> EventFrame:
-    return EventFrame(
-        type="event",
-        sequence=event.sequence,
-        event=event.kind,
-        turn_id=str(event.turn_id) if event.turn_id else None,
-        data=event.data,
-    )
+    return event_frame_of(sequence=event.sequence, kind=event.kind, turn_id=event.turn_id, data=event.data)
 
 
 def events_append(*, conversation_id: uuid.UUID, events: Sequence[NewEvent]) -> list[EventFrame]:
@@ -75,15 +69,14 @@ def events_insert(numbered: Sequence[tuple[uuid.UUID, int, Sequence[NewEvent]]])
     ]
     rows_insert(Event, rows)
     return [
-        EventFrame(
-            type="event",
-            sequence=row["sequence"],
-            event=row["kind"],
-            turn_id=str(row["turn_id"]) if row["turn_id"] else None,
-            data=row["data"],
-        )
+        event_frame_of(sequence=row["sequence"], kind=row["kind"], turn_id=row["turn_id"], data=row["data"])
         for row in rows
     ]
+
+
+def event_frame_of(*, sequence: int, kind: str, turn_id: uuid.UUID | None, data: dict[str, Any]) -> EventFrame:
+    """The frame of an event stored with these values."""
+    return EventFrame(type="event", sequence=sequence, event=kind, turn_id=str(turn_id) if turn_id else None, data=data)
 
 
 def sequences_allocate(*, conversation_id: uuid.UUID, count: int) -> int:

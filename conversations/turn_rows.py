@@ -13,8 +13,8 @@ from typing import Any
 
 from django.db import transaction
 
-from conversations.models import Conversation, ConversationState, Message, Turn, TurnStatus
-from flarebot.core.rows import column, from_db, table, to_db
+from conversations.models import Conversation, ConversationState, Event, Message, Turn, TurnStatus
+from flarebot.core.rows import column, from_db, insert_from_sql, table, to_db
 
 
 def conversation_reserve_turn(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> tuple[int, int] | None:
@@ -23,19 +23,53 @@ def conversation_reserve_turn(*, conversation_id: uuid.UUID, request_id: uuid.UU
     Returns (ordinal, sequence), or None when the conversation is not active or already
     has a turn for this request. Locks the conversation row until commit.
     """
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(_reserve_sql(), _reserve_params(conversation_id, request_id))
+        row = cursor.fetchone()
+    return (int(row[0]), int(row[1])) if row else None
+
+
+def _reserve_sql() -> str:
     c, t = Conversation, Turn
-    sql = (
+    return (
         f"UPDATE {table(c)} SET {column(c, 'last_turn_ordinal')} = {column(c, 'last_turn_ordinal')} + 1,"  # noqa: S608
         f" {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + 1"
         f" WHERE {column(c, 'id')} = %s AND {column(c, 'state')} = %s AND NOT EXISTS ("
         f"SELECT 1 FROM {table(t)} WHERE {column(t, 'conversation')} = %s AND {column(t, 'request_id')} = %s)"
         f" RETURNING {column(c, 'last_turn_ordinal')}, {column(c, 'last_sequence')}"
     )
-    conversation = to_db(c, "id", conversation_id)
+
+
+def _reserve_params(conversation_id: uuid.UUID, request_id: uuid.UUID) -> list[Any]:
+    conversation = to_db(Conversation, "id", conversation_id)
+    return [conversation, ConversationState.ACTIVE.value, conversation, to_db(Turn, "request_id", request_id)]
+
+
+def turn_submit_in_one(
+    *,
+    conversation_id: uuid.UUID,
+    request_id: uuid.UUID,
+    turn: dict[str, Any],
+    message: dict[str, Any],
+    event: dict[str, Any],
+) -> tuple[int, int] | None:
+    """PostgreSQL: reserve the ordinal and sequence and insert the three rows in one statement.
+
+    The same as `conversation_reserve_turn` followed by the three inserts (what SQLite
+    does), in one round trip: every message the owner sends takes this path. The rows
+    come complete but for the turn's and message's ordinals and the event's sequence.
+    Returns (ordinal, sequence), or None when nothing was reserved (nor inserted).
+    """
+    turn_sql, turn_params, _ = insert_from_sql(Turn, turn, {"ordinal": "r.ordinal"}, "r")
+    message_sql, message_params, _ = insert_from_sql(Message, message, {"ordinal": "2 * r.ordinal"}, "r")
+    event_sql, event_params, _ = insert_from_sql(Event, event, {"sequence": "r.sequence"}, "r")
+    sql = (
+        f"WITH r(ordinal, sequence) AS ({_reserve_sql()}), t AS ({turn_sql}), m AS ({message_sql}),"  # noqa: S608
+        f" e AS ({event_sql}) SELECT ordinal, sequence FROM r"
+    )
+    params = [*_reserve_params(conversation_id, request_id), *turn_params, *message_params, *event_params]
     with transaction.get_connection().cursor() as cursor:
-        cursor.execute(
-            sql, [conversation, ConversationState.ACTIVE.value, conversation, to_db(t, "request_id", request_id)]
-        )
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     return (int(row[0]), int(row[1])) if row else None
 

@@ -20,11 +20,12 @@ from django.utils import timezone
 from conversations import turn_rows
 from conversations.engine.cancel_bus import publish_cancel
 from conversations.engine.doorbell import doorbell_ring, durable_send_later
-from conversations.eventlog import EventFrame, NewEvent, events_append, events_insert, events_publish_sync
+from conversations.eventlog import EventFrame, NewEvent, event_frame_of, events_append, events_publish_sync
 from conversations.models import (
     TERMINAL_TURN_STATUSES,
     Conversation,
     ConversationState,
+    Event,
     Message,
     MessageRole,
     Turn,
@@ -111,32 +112,38 @@ def turn_submit(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str)
 def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str) -> Submitted:
     """Submit a turn and leave publishing turn.queued to the caller (a socket, on its own loop)."""
     user_text_clean(text)
+    now = timezone.now()
+    turn = {"id": uuid.uuid4(), "conversation_id": conversation_id, "request_id": request_id}
+    message = {
+        "id": uuid.uuid4(),
+        "conversation_id": conversation_id,
+        "turn_id": turn["id"],
+        "role": MessageRole.USER.value,
+        "parts": [{"type": "text", "text": text}],
+        "created_at": now,
+        "updated_at": now,
+    }
+    queued = {"request_id": str(request_id), "message": message_json(Message(**message))}
+    event = {"conversation_id": conversation_id, "kind": "turn.queued", "turn_id": turn["id"], "data": queued}
     try:
         with transaction.atomic():
-            reserved = turn_rows.conversation_reserve_turn(conversation_id=conversation_id, request_id=request_id)
+            if transaction.get_connection().vendor == "postgresql":
+                reserved = turn_rows.turn_submit_in_one(
+                    conversation_id=conversation_id, request_id=request_id, turn=turn, message=message, event=event
+                )
+            else:
+                reserved = turn_rows.conversation_reserve_turn(conversation_id=conversation_id, request_id=request_id)
+                if reserved is not None:
+                    rows_insert(Turn, [{**turn, "ordinal": reserved[0]}])
+                    rows_insert(Message, [{**message, "ordinal": 2 * reserved[0]}])
+                    rows_insert(Event, [{**event, "sequence": reserved[1]}])
             if reserved is None:
                 return _submitted_before(conversation_id=conversation_id, request_id=request_id)
             ordinal, sequence = reserved
-            (turn,) = rows_insert(
-                Turn, [{"conversation_id": conversation_id, "ordinal": ordinal, "request_id": request_id}]
-            )
-            (message,) = rows_insert(
-                Message,
-                [
-                    {
-                        "conversation_id": conversation_id,
-                        "turn_id": turn["id"],
-                        "role": MessageRole.USER.value,
-                        "ordinal": 2 * ordinal,
-                        "parts": [{"type": "text", "text": text}],
-                    }
-                ],
-            )
-            queued = {"request_id": str(request_id), "message": message_json(Message(**message))}
-            frames = events_insert([(conversation_id, sequence, [("turn.queued", turn["id"], queued)])])
             # Only the start: the caller publishes turn.queued.
             transaction.on_commit(lambda: enqueue_turn(turn["id"]))
-        return Submitted(Turn(**turn), True, frames)
+        frame = event_frame_of(sequence=sequence, kind="turn.queued", turn_id=turn["id"], data=queued)
+        return Submitted(Turn(**turn, ordinal=ordinal), True, [frame])
     except IntegrityError:
         # The same request_id raced in from another connection; the first one won.
         return Submitted(Turn.objects.get(conversation_id=conversation_id, request_id=request_id), False, [])

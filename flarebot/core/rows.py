@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -60,6 +61,7 @@ def from_db(model: type[models.Model], name: str, value: Any) -> Any:
 
 @dataclass(frozen=True)
 class _InsertPlan:
+    into: str  # INSERT INTO table (columns)
     prefix: str  # INSERT INTO table (columns) VALUES
     placeholders: str  # one row's (%s, ...)
     fields: tuple[models.Field[Any, Any], ...]
@@ -84,8 +86,10 @@ def _insert_plan(model: type[models.Model]) -> _InsertPlan:
     fields = tuple(model._meta.concrete_fields)
     columns = ", ".join(_quote(f.column) for f in fields)  # type: ignore[arg-type]
     stamped = tuple(f.attname for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False))
+    into = f"INSERT INTO {table(model)} ({columns})"
     return _InsertPlan(
-        prefix=f"INSERT INTO {table(model)} ({columns}) VALUES ",  # noqa: S608
+        into=into,
+        prefix=f"{into} VALUES ",
         placeholders="(" + ", ".join(["%s"] * len(fields)) + ")",
         fields=fields,
         stamped=stamped,
@@ -93,9 +97,10 @@ def _insert_plan(model: type[models.Model]) -> _InsertPlan:
     )
 
 
-def _sent_as_is(field: models.Field[Any, Any], connection: BaseDatabaseWrapper) -> bool:
+@cache
+def _sent_as_is(field: models.Field[Any, Any], vendor: str) -> bool:
     target = field.target_field if isinstance(field, models.ForeignKey) else field
-    return connection.vendor == "postgresql" and isinstance(target, _NATIVE_ON_POSTGRESQL)
+    return vendor == "postgresql" and isinstance(target, _NATIVE_ON_POSTGRESQL)
 
 
 def rows_insert(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -109,24 +114,51 @@ def rows_insert(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
     connection = _connection()
     plan = _insert_plan(model)
     now = timezone.now()
-    complete: list[dict[str, Any]] = []
-    for row in rows:
-        values = dict(row)
-        for name in plan.stamped:
-            values.setdefault(name, now)
-        for field in plan.defaulted:
-            if field.attname not in values:
-                values[field.attname] = field.get_default()
-        complete.append(values)
+    complete = [_completed(plan, row, now) for row in rows]
     params: list[Any] = []
-    converters = [None if _sent_as_is(f, connection) else f for f in plan.fields]
     for values in complete:
-        for field, converter in zip(plan.fields, converters, strict=True):
-            value = values[field.attname]
-            params.append(value if converter is None else converter.get_db_prep_save(value, connection))
+        params += [_param(field, values[field.attname], connection) for field in plan.fields]
     with connection.cursor() as cursor:
         cursor.execute(plan.prefix + ", ".join([plan.placeholders] * len(rows)), params)
     return complete
+
+
+def insert_from_sql(
+    model: type[models.Model], row: Mapping[str, Any], computed: Mapping[str, str], source: str
+) -> tuple[str, list[Any], dict[str, Any]]:
+    """An `INSERT ... SELECT ... FROM source` of one row, for a statement that composes several.
+
+    Columns named in `computed` take that SQL expression (over `source`) instead of a
+    value; the others are filled in as `rows_insert` does. Returns the SQL, its parameters
+    and the row's values (without the computed ones).
+    """
+    connection = _connection()
+    plan = _insert_plan(model)
+    values = _completed(plan, {**row, **dict.fromkeys(computed)}, timezone.now())
+    expressions, params = [], []
+    for field in plan.fields:
+        if field.attname in computed:
+            expressions.append(computed[field.attname])
+        else:
+            expressions.append("%s")
+            params.append(_param(field, values[field.attname], connection))
+    for name in computed:
+        del values[name]
+    return f"{plan.into} SELECT {', '.join(expressions)} FROM {source}", params, values  # noqa: S608
+
+
+def _completed(plan: _InsertPlan, row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    values = dict(row)
+    for name in plan.stamped:
+        values.setdefault(name, now)
+    for field in plan.defaulted:
+        if field.attname not in values:
+            values[field.attname] = field.get_default()
+    return values
+
+
+def _param(field: models.Field[Any, Any], value: Any, connection: BaseDatabaseWrapper) -> Any:
+    return value if _sent_as_is(field, connection.vendor) else field.get_db_prep_save(value, connection)
 
 
 def rows_update(model: type[models.Model], where: Mapping[str, Any], values: Mapping[str, Any]) -> int:
