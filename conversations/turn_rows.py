@@ -13,8 +13,9 @@ from typing import Any
 
 from django.db import transaction
 
+from conversations.eventlog import sequences_allocate
 from conversations.models import Conversation, ConversationState, Event, Message, Turn, TurnStatus
-from flarebot.core.rows import column, from_db, insert_from_sql, table, to_db
+from flarebot.core.rows import column, from_db, insert_from_sql, rows_insert, table, to_db
 
 
 def conversation_reserve_turn(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> tuple[int, int] | None:
@@ -152,9 +153,13 @@ def turn_mark_running(
     started_at: datetime,
     provider: str,
     model: str,
-) -> None:
-    """Give a locked turn to a new attempt."""
-    t = Turn
+    started: dict[str, Any],
+) -> int:
+    """Give a locked turn to a new attempt and store its `started` event; return its sequence.
+
+    On PostgreSQL one statement (every turn's start); elsewhere three.
+    """
+    t, c = Turn, Conversation
     assignments = {
         "status": TurnStatus.RUNNING.value,
         "lease_token": lease_token,
@@ -165,24 +170,55 @@ def turn_mark_running(
         "model": model,
     }
     sets = ", ".join(f"{column(t, name)} = %s" for name in assignments)
-    sql = (
+    update = (
         f"UPDATE {table(t)} SET {sets}, {column(t, 'attempts')} = {column(t, 'attempts')} + 1"  # noqa: S608
         f" WHERE {column(t, 'id')} = %s"
     )
-    params: list[Any] = [to_db(t, name, value) for name, value in assignments.items()]
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute(sql, [*params, to_db(t, "id", turn_id)])
-
-
-def transcript_until(*, conversation_id: uuid.UUID, ordinal: int) -> list[dict[str, Any]]:
-    """The conversation's messages up to a transcript ordinal, in order, as role and parts."""
-    m = Message
+    params: list[Any] = [*(to_db(t, name, value) for name, value in assignments.items()), to_db(t, "id", turn_id)]
+    connection = transaction.get_connection()
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(update, params)
+        sequence = sequences_allocate(conversation_id=started["conversation_id"], count=1)
+        rows_insert(Event, [{**started, "sequence": sequence}])
+        return sequence
+    event_sql, event_params, _ = insert_from_sql(Event, started, {"sequence": "s.sequence"}, "s")
     sql = (
+        f"WITH u AS ({update} RETURNING 1), s(sequence) AS ("  # noqa: S608
+        f"UPDATE {table(c)} SET {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + 1"
+        f" WHERE {column(c, 'id')} = %s AND EXISTS (SELECT 1 FROM u) RETURNING {column(c, 'last_sequence')}),"
+        f" e AS ({event_sql}) SELECT sequence FROM s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, to_db(c, "id", started["conversation_id"]), *event_params])
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(started["conversation_id"])
+    return int(row[0])
+
+
+def transcript_until(
+    *, conversation_id: uuid.UUID, ordinal: int, answer: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The conversation's messages up to a transcript ordinal, in order, as role and parts.
+
+    With `answer`, that message row (the assistant's, after the ordinal) is inserted too:
+    on PostgreSQL in the same statement.
+    """
+    m = Message
+    select = (
         f"SELECT {column(m, 'role')}, {column(m, 'parts')} FROM {table(m)}"  # noqa: S608
         f" WHERE {column(m, 'conversation')} = %s AND {column(m, 'ordinal')} <= %s ORDER BY {column(m, 'ordinal')}"
     )
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute(sql, [to_db(m, "conversation", conversation_id), ordinal])
+    params: list[Any] = [to_db(m, "conversation", conversation_id), ordinal]
+    connection = transaction.get_connection()
+    if answer is not None and connection.vendor == "postgresql":
+        insert_sql, insert_params, _ = insert_from_sql(m, answer, {}, "(SELECT 1) AS one")
+        select, params = f"WITH a AS ({insert_sql}) {select}", [*insert_params, *params]
+    elif answer is not None:
+        rows_insert(m, [answer])
+    with connection.cursor() as cursor:
+        cursor.execute(select, params)
         rows = cursor.fetchall()
     return [{"role": role, "parts": from_db(m, "parts", parts)} for role, parts in rows]
 

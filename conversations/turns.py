@@ -279,7 +279,9 @@ def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Cl
             _after_commit(turn.conversation_id, frames, run=turn_next_runnable(conversation_id=turn.conversation_id))
             return None
         token = secrets.token_hex(16)
-        turn_rows.turn_mark_running(
+        attempt = turn.attempts + 1
+        data = {"attempt": attempt}
+        sequence = turn_rows.turn_mark_running(
             turn_id=turn.id,
             lease_token=token,
             lease_expires_at=now + LEASE,
@@ -287,11 +289,9 @@ def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Cl
             started_at=turn.started_at or now,
             provider=provider,
             model=model,
+            started={"conversation_id": turn.conversation_id, "kind": "turn.started", "turn_id": turn.id, "data": data},
         )
-        attempt = turn.attempts + 1
-        frames = events_append(
-            conversation_id=turn.conversation_id, events=[("turn.started", turn.id, {"attempt": attempt})]
-        )
+        frames = [event_frame_of(sequence=sequence, kind="turn.started", turn_id=turn.id, data=data)]
         return Claim(turn.id, turn.conversation_id, turn.ordinal, token, attempt, turn.steps, frames)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from conversations.eventlog import EventFrame, NewEvent, events_append
 from conversations.model_settings import TurnModel, turn_model_snapshot
@@ -14,7 +15,6 @@ from conversations.models import Message, MessageRole, Turn
 from conversations.providers.base import INTERRUPTED_OUTPUT
 from conversations.turn_rows import transcript_until
 from conversations.turns import Claim, activity_events, turn_claim
-from flarebot.core.rows import rows_insert
 from tools.activity import activities_interrupt
 
 
@@ -61,12 +61,16 @@ def _prepare(
     """Read the transcript and this turn's answer so far, inside the caller's transaction."""
     if steps is None or cancel is None:
         steps, cancel = Turn.objects.filter(id=claim.turn_id).values_list("steps", "cancel_requested").get()
-    transcript = transcript_until(conversation_id=claim.conversation_id, ordinal=2 * claim.ordinal)
-    fields = {"conversation_id": claim.conversation_id, "ordinal": 2 * claim.ordinal + 1, "parts": []}
+    fields: dict[str, Any] = {"conversation_id": claim.conversation_id, "ordinal": 2 * claim.ordinal + 1, "parts": []}
+    assistant_id: uuid.UUID
     if first_attempt:
-        (row,) = rows_insert(Message, [{"turn_id": claim.turn_id, "role": MessageRole.ASSISTANT.value, **fields}])
-        assistant_id, parts = row["id"], []
+        now, assistant_id = timezone.now(), uuid.uuid4()
+        answer = {"id": assistant_id, "turn_id": claim.turn_id, "role": MessageRole.ASSISTANT.value, **fields}
+        answer |= {"created_at": now, "updated_at": now}
+        transcript = transcript_until(conversation_id=claim.conversation_id, ordinal=2 * claim.ordinal, answer=answer)
+        parts: list[dict[str, Any]] = []
     else:
+        transcript = transcript_until(conversation_id=claim.conversation_id, ordinal=2 * claim.ordinal)
         assistant, _ = Message.objects.get_or_create(turn_id=claim.turn_id, role=MessageRole.ASSISTANT, defaults=fields)
         assistant_id, parts = assistant.id, list(assistant.parts)
     parts, events = _resume_parts(parts, turn_id=claim.turn_id, steps=steps)
