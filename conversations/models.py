@@ -58,7 +58,8 @@ class Turn(BaseModel):
     requeues turns whose lease expired because their worker died.
     """
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    # Its lookups are served by the composite indexes below, which start with it.
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns", db_index=False)
     ordinal = models.PositiveIntegerField()
     request_id = models.UUIDField()
     status = models.CharField(max_length=16, choices=TurnStatus.choices, default=TurnStatus.QUEUED)
@@ -98,8 +99,10 @@ class MessageRole(models.TextChoices):
 class Message(BaseModel):
     """A transcript message: the user's text, or the assistant's text and tool parts of a turn."""
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
-    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="messages")
+    # Both served by the composite indexes below, which start with them: every message
+    # written while streaming would otherwise update two more indexes.
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False)
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="messages", db_index=False)
     role = models.CharField(max_length=16, choices=MessageRole.choices)
     # Transcript order: 2 * turn ordinal, plus 1 for the assistant's answer to it.
     ordinal = models.PositiveIntegerField()
@@ -119,7 +122,9 @@ class Message(BaseModel):
 class Event(BaseModel):
     """One durable entry of a conversation's event log, numbered without gaps by `sequence`."""
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
+    # Served by the sequence constraint's index, which starts with it: each streamed window
+    # inserts events, and a second index on the same column only cost time.
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events", db_index=False)
     sequence = models.PositiveBigIntegerField()
     kind = models.CharField(max_length=40)
     turn = models.ForeignKey(Turn, on_delete=models.CASCADE, null=True, blank=True, related_name="events")
