@@ -1,7 +1,8 @@
 """The statements of a turn's hot path, in plain SQL (see flarebot.core.rows for why).
 
-Each function is one statement and holds no rule: `turns` and the engine decide what the
-rows mean. They run inside the caller's transaction.
+Each function is one step of the path and holds no rule: `turns` and the engine decide
+what the rows mean. A step is one statement on PostgreSQL (data-modifying CTEs) and the
+same rows statement by statement on SQLite. They run inside the caller's transaction.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.db import transaction
@@ -30,6 +32,7 @@ def conversation_reserve_turn(*, conversation_id: uuid.UUID, request_id: uuid.UU
     return (int(row[0]), int(row[1])) if row else None
 
 
+@cache
 def _reserve_sql() -> str:
     c, t = Conversation, Turn
     return (
