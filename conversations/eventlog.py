@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
@@ -20,7 +21,7 @@ from django.db import transaction
 from conversations.events import conversation_group
 from conversations.models import Conversation, Event
 from conversations.publisher import group_publish
-from flarebot.core.rows import rows_insert
+from flarebot.core.rows import column, rows_insert, table, to_db
 
 logger = logging.getLogger(__name__)
 
@@ -87,18 +88,33 @@ def sequences_allocate(*, conversation_id: uuid.UUID, count: int) -> int:
     """
     connection = transaction.get_connection()
     assert connection.in_atomic_block, "sequences are allocated inside the writer's transaction"
-    table = connection.ops.quote_name(Conversation._meta.db_table)
-    pk = Conversation._meta.pk
-    assert pk is not None
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET last_sequence = last_sequence + %s WHERE id = %s RETURNING last_sequence",  # noqa: S608
-            [count, pk.get_db_prep_value(conversation_id, connection)],
+            sequences_allocate_sql(), sequences_allocate_params(conversation_id=conversation_id, count=count)
         )
         row = cursor.fetchone()
     if row is None:
         raise Conversation.DoesNotExist(conversation_id)
     return int(row[0]) - count + 1
+
+
+@cache
+def sequences_allocate_sql(*, after: str | None = None) -> str:
+    """The statement of `sequences_allocate`: it returns the last sequence reserved.
+
+    With `after`, the name of an earlier part of a composed statement (a CTE), it reserves
+    only if that part returned a row: one round trip for a write and its sequences.
+    """
+    c = Conversation
+    guard = f" AND EXISTS (SELECT 1 FROM {after})" if after else ""  # noqa: S608
+    return (
+        f"UPDATE {table(c)} SET {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + %s"  # noqa: S608
+        f" WHERE {column(c, 'id')} = %s{guard} RETURNING {column(c, 'last_sequence')}"
+    )
+
+
+def sequences_allocate_params(*, conversation_id: uuid.UUID, count: int) -> list[Any]:
+    return [count, to_db(Conversation, "id", conversation_id)]
 
 
 def published(frames: list[EventFrame]) -> EventsPublished:

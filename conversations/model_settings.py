@@ -35,8 +35,13 @@ class ModelSettingsView(TypedDict):
 
 def _configuration() -> Configuration:
     row = ModelConfiguration.objects.first()
-    if row is not None and in_catalog(row.provider, row.model):
-        return Configuration(row.provider, row.model)
+    return _configuration_of(row.provider, row.model) if row is not None else default_configuration()
+
+
+def _configuration_of(provider: str | None, model: str | None) -> Configuration:
+    """The stored choice if it is still in the catalog, else the default."""
+    if provider is not None and model is not None and in_catalog(provider, model):
+        return Configuration(provider, model)
     return default_configuration()
 
 
@@ -109,10 +114,7 @@ def turn_model_snapshot() -> TurnModel:
     and round trips than the rest of the start.
     """
     read = _turn_settings_read()
-    if read.provider is not None and read.model is not None and in_catalog(read.provider, read.model):
-        config = Configuration(read.provider, read.model)
-    else:
-        config = default_configuration()
+    config = _configuration_of(read.provider, read.model)
     instructions = read.instructions if read.instructions is not None else DEFAULT_INSTRUCTIONS
     if config.provider not in KEYED_PROVIDERS:
         return TurnModel(config.provider, config.model, None, instructions=instructions)

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import transaction
 
-from conversations.eventlog import sequences_allocate
+from conversations.eventlog import sequences_allocate, sequences_allocate_params, sequences_allocate_sql
 from conversations.models import Conversation, ConversationState, Event, Message, Turn, TurnStatus
 from flarebot.core.rows import column, from_db, insert_from_sql, rows_insert, table, to_db
 
@@ -162,7 +162,7 @@ def turn_mark_running(
 
     On PostgreSQL one statement (every turn's start); elsewhere three.
     """
-    t, c = Turn, Conversation
+    t = Turn
     assignments = {
         "status": TurnStatus.RUNNING.value,
         "lease_token": lease_token,
@@ -187,13 +187,12 @@ def turn_mark_running(
         return sequence
     event_sql, event_params, _ = insert_from_sql(Event, started, {"sequence": "s.sequence"}, "s")
     sql = (
-        f"WITH u AS ({update} RETURNING 1), s(sequence) AS ("  # noqa: S608
-        f"UPDATE {table(c)} SET {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + 1"
-        f" WHERE {column(c, 'id')} = %s AND EXISTS (SELECT 1 FROM u) RETURNING {column(c, 'last_sequence')}),"
+        f"WITH u AS ({update} RETURNING 1), s(sequence) AS ({sequences_allocate_sql(after='u')}),"  # noqa: S608
         f" e AS ({event_sql}) SELECT sequence FROM s"
     )
+    allocate = sequences_allocate_params(conversation_id=started["conversation_id"], count=1)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, to_db(c, "id", started["conversation_id"]), *event_params])
+        cursor.execute(sql, [*params, *allocate, *event_params])
         row = cursor.fetchone()
     if row is None:
         raise Conversation.DoesNotExist(started["conversation_id"])

@@ -20,7 +20,14 @@ from typing import Any
 from django.db import DatabaseError, transaction
 
 from conversations.engine.database import db
-from conversations.eventlog import EventFrame, NewEvent, events_insert, sequences_allocate
+from conversations.eventlog import (
+    EventFrame,
+    NewEvent,
+    events_insert,
+    sequences_allocate,
+    sequences_allocate_params,
+    sequences_allocate_sql,
+)
 from conversations.models import Conversation, Message, Turn, TurnStatus
 from flarebot.core.rows import column, table, to_db
 from tools.activity import Activity, activity_store
@@ -52,12 +59,7 @@ def _store_parts_sql() -> str:
 @cache
 def _store_parts_and_allocate_sql() -> str:
     """PostgreSQL: the parts and the sequences in one statement (one round trip per write)."""
-    c = Conversation
-    return (
-        f"WITH stored AS ({_store_parts_sql()} RETURNING 1)"  # noqa: S608
-        f" UPDATE {table(c)} SET {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + %s"
-        f" WHERE {column(c, 'id')} = %s AND EXISTS (SELECT 1 FROM stored) RETURNING {column(c, 'last_sequence')}"
-    )
+    return f"WITH stored AS ({_store_parts_sql()} RETURNING 1) {sequences_allocate_sql(after='stored')}"
 
 
 def _write_one(write: StreamWrite) -> int | None:
@@ -77,9 +79,8 @@ def _write_one(write: StreamWrite) -> int | None:
     count = len(write.events)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(
-                _store_parts_and_allocate_sql(), [*owned, count, to_db(Conversation, "id", write.conversation_id)]
-            )
+            allocate = sequences_allocate_params(conversation_id=write.conversation_id, count=count)
+            cursor.execute(_store_parts_and_allocate_sql(), [*owned, *allocate])
             row = cursor.fetchone()
         if row is None:
             return None  # the attempt lost the turn (or the conversation is gone)

@@ -45,8 +45,7 @@ def _quote(name: str) -> str:
 
 def to_db(model: type[models.Model], name: str, value: Any) -> Any:
     """A Python value as the statement parameter the field would send."""
-    field = model._meta.get_field(name)
-    return field.get_db_prep_save(value, _connection())  # type: ignore[union-attr]
+    return _param(model._meta.get_field(name), value, _connection())  # type: ignore[arg-type]
 
 
 def from_db(model: type[models.Model], name: str, value: Any) -> Any:
