@@ -6,9 +6,10 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 
-from conversations.models import Conversation, ConversationState, Message, MessageRole, Turn
+from conversations.models import Conversation, ConversationState, Message, MessageRole, Turn, TurnStatus
 
 
 def conversation_list() -> QuerySet[Conversation]:
@@ -53,3 +54,11 @@ def transcript_snapshot(*, conversation_id: uuid.UUID) -> TranscriptSnapshot | N
         # shown; its text, when it comes, arrives as events naming the message.
         shown = [m for m in messages if m.role != MessageRole.ASSISTANT or m.parts]
         return TranscriptSnapshot(shown, turns, conversation.last_sequence)
+
+
+def turns_awaiting_worker(*, turn_ids: list[uuid.UUID]) -> set[uuid.UUID]:
+    """Return which of these turns no live attempt holds: queued, or running on an expired lease."""
+    lease_over = Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=timezone.now())
+    expired = Q(status=TurnStatus.RUNNING) & lease_over
+    awaiting = Turn.objects.filter(Q(status=TurnStatus.QUEUED) | expired, id__in=turn_ids)
+    return set(awaiting.values_list("id", flat=True))

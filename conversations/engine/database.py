@@ -25,19 +25,24 @@ def db(
     """
 
     def call(*args: Any, **kwargs: Any) -> T:
-        connection = connections[DEFAULT_DB_ALIAS]
-        # Threads here live long: drop a connection that broke (database restart) so the
-        # next call reconnects, without paying a reconnect on every call.
-        if connection.connection is not None and connection.errors_occurred:
-            connection.close_if_unusable_or_obsolete()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            # CONN_MAX_AGE=0 means "do not keep connections": honour it here too.
-            if not connection.settings_dict.get("CONN_MAX_AGE"):
-                connection.close()
+        return on_long_lived_thread(function, *args, **kwargs)
 
     return sync_to_async(call, thread_sensitive=False, executor=executor)
+
+
+def on_long_lived_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call a database function from a thread that lives long and keeps its connection."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    # Drop a connection that broke (database restart) so the next call reconnects,
+    # without paying a reconnect on every call.
+    if connection.connection is not None and connection.errors_occurred:
+        connection.close_if_unusable_or_obsolete()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        # CONN_MAX_AGE=0 means "do not keep connections": honour it here too.
+        if not connection.settings_dict.get("CONN_MAX_AGE"):
+            connection.close()
 
 
 def connect_database_threads(executor: ThreadPoolExecutor, count: int) -> None:

@@ -8,9 +8,11 @@ import json
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import pytest
 import redis
+from django.utils import timezone
 
 from conversations.engine import doorbell
 from conversations.engine.doorbell import DoorbellListener, doorbell_ring
@@ -157,12 +159,28 @@ def queued_turn_tasks(client: redis.Redis) -> list[str]:
 
 
 def test_the_durable_celery_task_goes_out_a_moment_after_the_ring(empty_doorbell):
-    turn_id = uuid.uuid4()
+    conversation = conversation_create(name="Nobody answers")
+    turn, _ = turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text="Anyone?")
 
-    doorbell.durable_send_later(turn_id)
-
-    assert str(turn_id) not in queued_turn_tasks(empty_doorbell)  # the doorbell's moment first
+    assert str(turn.id) not in queued_turn_tasks(empty_doorbell)  # the doorbell's moment first
     deadline = time.monotonic() + doorbell.DURABLE_DELAY_SECONDS + 5
-    while str(turn_id) not in queued_turn_tasks(empty_doorbell):
+    while str(turn.id) not in queued_turn_tasks(empty_doorbell):
         assert time.monotonic() < deadline, "the Celery task never went out"
         time.sleep(0.05)
+
+
+def test_no_celery_task_goes_out_for_a_turn_a_live_attempt_holds(empty_doorbell):
+    held, expired, waiting = (conversation_create(name=name) for name in ("Held", "Expired", "Waiting"))
+    submitted = {
+        c.name: turn_submit(conversation_id=c.id, request_id=uuid.uuid4(), text="Go.")[0].id
+        for c in (held, expired, waiting)
+    }
+    now = timezone.now()  # as a worker's claim leaves them; the second one's worker died
+    Turn.objects.filter(id=submitted["Held"]).update(status="running", lease_expires_at=now + timedelta(minutes=1))
+    Turn.objects.filter(id=submitted["Expired"]).update(status="running", lease_expires_at=now - timedelta(seconds=1))
+
+    deadline = time.monotonic() + doorbell.DURABLE_DELAY_SECONDS + 5
+    while not {str(submitted["Expired"]), str(submitted["Waiting"])} <= set(queued_turn_tasks(empty_doorbell)):
+        assert time.monotonic() < deadline, "the tasks of the turns nobody holds never went out"
+        time.sleep(0.05)
+    assert str(submitted["Held"]) not in queued_turn_tasks(empty_doorbell)
