@@ -20,6 +20,7 @@ from typing import Any
 from django.db import DatabaseError, transaction
 
 from conversations.engine.database import db
+from conversations.engine.stream_store import StreamStore
 from conversations.eventlog import (
     EventFrame,
     NewEvent,
@@ -146,8 +147,9 @@ def _write_batch_once(writes: list[StreamWrite], *, isolated: bool) -> list[list
 
 
 class WriteBatcher:
-    def __init__(self, executor: ThreadPoolExecutor | None = None) -> None:
+    def __init__(self, executor: ThreadPoolExecutor | None = None, store: StreamStore | None = None) -> None:
         self._executor = executor
+        self._store = store
         self._queue: list[tuple[StreamWrite, asyncio.Future[list[EventFrame] | None]]] = []
         self._draining = False
 
@@ -163,8 +165,12 @@ class WriteBatcher:
         try:
             while self._queue:
                 batch, self._queue = self._queue, []
+                writes = [write for write, _ in batch]
                 try:
-                    results = await db(_write_batch, executor=self._executor)([write for write, _ in batch])
+                    if self._store is not None and not any(write.activities for write in writes):
+                        results = await self._store.write_batch(writes)
+                    else:
+                        results = await db(_write_batch, executor=self._executor)(writes)
                 except Exception as error:
                     for _, future in batch:
                         if not future.done():
@@ -189,11 +195,14 @@ def write_batcher() -> WriteBatcher:
     return batcher
 
 
-def write_batcher_install(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) -> None:
+def write_batcher_install(
+    loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor, store: StreamStore | None = None
+) -> None:
     """Give a loop's batcher a thread of its own (the engine's), apart from the claims' threads.
 
     Only one batch is in flight at a time, so one thread suffices; sharing the other
     database threads made windows wait behind a burst of turn starts, and starts behind
-    windows.
+    windows. With a `store` (PostgreSQL), windows without tool activity are written on the
+    loop itself instead (`stream_store.py`).
     """
-    _batchers[loop] = WriteBatcher(executor)
+    _batchers[loop] = WriteBatcher(executor, store)

@@ -24,6 +24,7 @@ from conversations.engine.cancel_bus import CancelListener
 from conversations.engine.database import connect_database_threads
 from conversations.engine.doorbell import DoorbellListener
 from conversations.engine.runner import run_turn
+from conversations.engine.stream_store import StreamStore
 
 T = TypeVar("T")
 
@@ -46,7 +47,8 @@ class EngineRuntime:
         connect_database_threads(executor, DATABASE_THREADS)
         writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turn-writes")
         connect_database_threads(writes, 1)
-        write_batcher_install(self.loop, writes)
+        self.stream_store = StreamStore.for_default_database()
+        write_batcher_install(self.loop, writes, self.stream_store)
         self.cancels = CancelListener()
         self._turns: dict[uuid.UUID, asyncio.Task[None]] = {}  # touched on the loop only
         self.doorbell = DoorbellListener(self.turn, capacity=settings.CONFIG.worker_concurrency)
@@ -74,6 +76,8 @@ class EngineRuntime:
             drained.result(timeout)
         except TimeoutError:
             drained.cancel()  # their leases expire and reconciliation retries them
+        if self.stream_store is not None:
+            asyncio.run_coroutine_threadsafe(self.stream_store.close(), self.loop).result(5)
 
 
 _runtime: EngineRuntime | None = None

@@ -1,0 +1,168 @@
+"""PostgreSQL: a batch of streamed windows stored in one statement, on the engine loop.
+
+Every window of every stream is written here, so this is the engine's hottest write. It
+runs on a connection of the engine loop's own (psycopg's `AsyncConnection`): no hand-off
+to a database thread and back, no ORM cursor, and one round trip for the whole batch
+(the parts with their lease check, the conversations' sequences and the events). On this
+machine, handing each batch to a thread cost the worker more CPU than the database spent
+on the batch. SQLite, and windows that carry tool activity, take the threaded path in
+`batcher.py`, which keeps the same rules.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.utils import timezone
+
+from conversations.eventlog import EventFrame, event_frame_of
+from conversations.models import Conversation, Event, Message, Turn, TurnStatus
+from flarebot.core.rows import column, table
+
+if TYPE_CHECKING:
+    from conversations.engine.batcher import StreamWrite
+
+logger = logging.getLogger(__name__)
+
+# Settings Django passes to psycopg that only Django's own (synchronous) cursors understand.
+_DJANGO_ONLY_PARAMS = ("cursor_factory", "context")
+APPLICATION_NAME = "flarebot-stream-writes"  # how its sessions show in pg_stat_activity
+
+
+@cache
+def _batch_sql() -> str:
+    """Store each write's parts if its attempt still owns the turn, then its sequences and events.
+
+    The writes come as one JSON document: its text is the same for every batch size, so
+    PostgreSQL prepares it once per connection, and sending one text costs the worker a
+    fraction of what adapting arrays of values did.
+    """
+    m, t, c, e = Message, Turn, Conversation, Event
+    last = column(c, "last_sequence")
+    event_fields = ("id", "created_at", "updated_at", "conversation", "sequence", "kind", "turn", "data")
+    event_columns = ", ".join(column(e, name) for name in event_fields)
+    return (
+        "WITH w AS (SELECT * FROM json_to_recordset(%(writes)s::json)"  # noqa: S608 (names from the models)
+        " AS w(idx int, message_id uuid, parts jsonb, turn_id uuid, lease_token text, conversation_id uuid,"
+        " events jsonb)),"
+        f" stored AS (UPDATE {table(m)} m SET {column(m, 'parts')} = w.parts FROM w"
+        f" WHERE m.{column(m, 'id')} = w.message_id AND EXISTS (SELECT 1 FROM {table(t)} t"
+        f" WHERE t.{column(t, 'id')} = w.turn_id AND t.{column(t, 'lease_token')} = w.lease_token"
+        f" AND t.{column(t, 'status')} = %(running)s) RETURNING w.idx, w.conversation_id, w.events),"
+        f" allocated AS (UPDATE {table(c)} c SET {last} = c.{last} + jsonb_array_length(s.events) FROM stored s"
+        f" WHERE c.{column(c, 'id')} = s.conversation_id RETURNING s.idx, c.{column(c, 'id')} AS conversation_id,"
+        f" c.{last} - jsonb_array_length(s.events) AS before, s.events),"
+        f" inserted AS (INSERT INTO {table(e)} ({event_columns})"
+        " SELECT gen_random_uuid(), %(now)s, %(now)s, a.conversation_id, a.before + e.position, e.value->>'kind',"
+        " (e.value->>'turn_id')::uuid, e.value->'data'"
+        " FROM allocated a CROSS JOIN LATERAL jsonb_array_elements(a.events) WITH ORDINALITY AS e(value, position))"
+        " SELECT idx, before FROM allocated"
+    )
+
+
+def _batch_params(writes: list[StreamWrite]) -> dict[str, Any]:
+    document = [
+        {
+            "idx": i,
+            "message_id": str(write.message_id),
+            "parts": write.parts,
+            "turn_id": str(write.turn_id),
+            "lease_token": write.lease_token,
+            "conversation_id": str(write.conversation_id),
+            "events": [
+                {"kind": kind, "turn_id": str(turn_id) if turn_id else None, "data": data}
+                for kind, turn_id, data in write.events
+            ],
+        }
+        for i, write in enumerate(writes)
+    ]
+    return {
+        "writes": json.dumps(document, separators=(",", ":")),
+        "running": TurnStatus.RUNNING.value,
+        "now": timezone.now(),
+    }
+
+
+class StreamStore:
+    """The engine loop's own PostgreSQL connection for streamed windows (one batch at a time)."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self._params = params
+        self._connection: psycopg.AsyncConnection[Any] | None = None
+
+    @classmethod
+    def for_default_database(cls) -> StreamStore | None:
+        """A store for the configured database if it is PostgreSQL; None otherwise."""
+        connection = connections[DEFAULT_DB_ALIAS]
+        if connection.vendor != "postgresql":
+            return None
+        params = connection.get_connection_params()
+        for name in _DJANGO_ONLY_PARAMS:
+            params.pop(name, None)
+        return cls({**params, "application_name": APPLICATION_NAME})
+
+    async def _connect(self) -> psycopg.AsyncConnection[Any]:
+        if self._connection is None or self._connection.closed:
+            connection = await psycopg.AsyncConnection.connect(**self._params, autocommit=True)
+            # Streamed text is written every 40 ms; waiting for each WAL flush would bound
+            # every stream by the disk's fsync latency. A PostgreSQL crash can lose the last
+            # fraction of a second of deltas (the turn is then recovered like any interrupted
+            # one); a worker crash loses nothing committed.
+            await connection.execute("SET synchronous_commit TO off")
+            self._connection = connection
+        return self._connection
+
+    async def write_batch(self, writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
+        """Write a batch; None for a write whose attempt lost the turn (or whose write failed).
+
+        If the batch fails (a conversation deleted while it was written, say), each write
+        is tried again alone, so that one write cannot fail the other turns' writes.
+        """
+        try:
+            return await self._write(writes)
+        except psycopg.Error:
+            if self._connection is None:  # the connection broke: every write failed alike
+                raise
+        results: list[list[EventFrame] | None] = []
+        for write in writes:
+            try:
+                results += await self._write([write])
+            except psycopg.Error:
+                if self._connection is None:
+                    raise
+                logger.warning("streaming write of turn %s failed; its attempt stops", write.turn_id, exc_info=True)
+                results.append(None)
+        return results
+
+    async def _write(self, writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
+        connection = await self._connect()
+        try:
+            cursor = await connection.execute(_batch_sql(), _batch_params(writes))
+        except psycopg.Error:
+            if connection.broken:
+                self._connection = None
+            raise
+        before = dict(await cursor.fetchall())
+        results: list[list[EventFrame] | None] = []
+        for i, write in enumerate(writes):
+            if i not in before:
+                results.append(None)  # the attempt lost the turn (or the conversation is gone)
+                continue
+            first = before[i] + 1
+            results.append(
+                [
+                    event_frame_of(sequence=first + k, kind=kind, turn_id=turn_id, data=data)
+                    for k, (kind, turn_id, data) in enumerate(write.events)
+                ]
+            )
+        return results
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            connection, self._connection = self._connection, None
+            await connection.close()
