@@ -60,6 +60,9 @@ class TranscriptWriter:
     _urgent: bool = False
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     announced: asyncio.Future[None] | None = None  # publishing turn.started; ours go after it
+    # Whether the turn may have counted attempts without progress, which the first output
+    # resets (a first attempt that never stalled has none: no write needed).
+    reset_stalls: bool = True
 
     def _pending_chars(self) -> int:
         return sum(len(text) for _, text in self.pending)
@@ -142,12 +145,14 @@ class TranscriptWriter:
         frames = await write_batcher().write(write)
         if frames is None:
             raise LeaseLost
-        if not self.progressed:
-            self.progressed = True
-            await db(_record_progress)(claim=claim)
         if self.announced is not None:
             await self.announced
         await events_publish(conversation_id=claim.conversation_id, frames=frames)
+        if not self.progressed:
+            self.progressed = True
+            # After the output is out: a crash in between counts one attempt too many.
+            if self.reset_stalls:
+                await db(_record_progress)(claim=claim)
 
     async def step_done(self, steps: int) -> None:
         await self.flush()

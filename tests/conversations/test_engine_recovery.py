@@ -138,6 +138,7 @@ async def test_it_answers_with_the_attempt_that_succeeds_after_a_stall(anthropic
     turn = await ask(conversation_id, "Hello?", cancels)
 
     assert turn.status == "completed"
+    assert turn.attempts_without_progress == 0  # the stall was forgotten once the answer came
     assert await assistant_text(turn.id) == "A fresh answer."
     assert await deltas(conversation_id) == ["A fresh answer."]
     assert sent(anthropic, fake_providers.requests[1].body).transcript == [("user", "Hello?")]
