@@ -32,7 +32,6 @@ import redis
 import redis.asyncio as aioredis
 from celery import current_app
 from django.conf import settings
-from django.db import DatabaseError
 
 from conversations.engine.database import on_long_lived_thread
 from conversations.selectors import turns_awaiting_worker
@@ -113,7 +112,7 @@ def _not_started(turn_ids: list[uuid.UUID]) -> list[uuid.UUID]:
     """The turns no worker holds yet; all of them if the database cannot tell."""
     try:
         awaiting = on_long_lived_thread(turns_awaiting_worker, turn_ids=turn_ids)
-    except DatabaseError:
+    except Exception:  # whatever the reason, the sender thread must live on
         logger.warning("could not check which turns started; sending all their tasks", exc_info=True)
         return turn_ids
     return [turn_id for turn_id in turn_ids if turn_id in awaiting]
