@@ -225,6 +225,19 @@ def transcript_until(
     return [{"role": role, "parts": from_db(m, "parts", parts)} for role, parts in rows]
 
 
+def turn_lease_held_sql(*, turn_id: str, lease_token: str, running: str) -> str:
+    """An SQL condition: the turn (id `turn_id`) is running under this lease.
+
+    The arguments are SQL expressions (placeholders or columns) of the composing statement;
+    a streamed window is stored only where this holds.
+    """
+    t = Turn
+    return (
+        f"EXISTS (SELECT 1 FROM {table(t)} held WHERE held.{column(t, 'id')} = {turn_id}"  # noqa: S608
+        f" AND held.{column(t, 'lease_token')} = {lease_token} AND held.{column(t, 'status')} = {running})"
+    )
+
+
 def turn_lock_owned(*, turn_id: uuid.UUID, lease_token: str) -> tuple[str, uuid.UUID] | None:
     """Lock a turn this lease owns; return its status and conversation, or None."""
     t = Turn

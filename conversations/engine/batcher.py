@@ -30,6 +30,7 @@ from conversations.eventlog import (
     sequences_allocate_sql,
 )
 from conversations.models import Conversation, Message, Turn, TurnStatus
+from conversations.turn_rows import turn_lease_held_sql
 from flarebot.core.rows import column, table, to_db
 from tools.activity import Activity, activity_store
 
@@ -49,12 +50,9 @@ class StreamWrite:
 
 @cache
 def _store_parts_sql() -> str:
-    m, t = Message, Turn
-    return (
-        f"UPDATE {table(m)} SET {column(m, 'parts')} = %s WHERE {column(m, 'id')} = %s AND EXISTS ("  # noqa: S608
-        f"SELECT 1 FROM {table(t)} WHERE {column(t, 'id')} = %s AND {column(t, 'lease_token')} = %s"
-        f" AND {column(t, 'status')} = %s)"
-    )
+    m = Message
+    held = turn_lease_held_sql(turn_id="%s", lease_token="%s", running="%s")
+    return f"UPDATE {table(m)} SET {column(m, 'parts')} = %s WHERE {column(m, 'id')} = %s AND {held}"  # noqa: S608
 
 
 @cache

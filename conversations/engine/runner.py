@@ -85,7 +85,7 @@ async def _run_claimed(
     claim: Claim, cancelled: asyncio.Event, first: Prepared, announced: asyncio.Future[None]
 ) -> None:
     prepared: Prepared | None = first
-    never_stalled = claim.attempt == 1
+    may_have_stalls = claim.attempt > 1  # attempts without progress counted, for the first output to reset
     while True:
         if prepared is None:
             prepared = await db(attempt_prepare)(claim)
@@ -99,16 +99,15 @@ async def _run_claimed(
         elif prepared.model.problem is not None:
             outcome = Outcome(TurnStatus.FAILED, *prepared.model.problem)
         else:
-            parts = prepared.parts
             writer = TranscriptWriter(
-                claim, prepared.assistant_message_id, parts, announced=announced, reset_stalls=not never_stalled
+                claim, prepared.assistant_message_id, prepared.parts, announced=announced, reset_stalls=may_have_stalls
             )
             try:
                 outcome = await _attempt(claim, prepared, writer, cancelled)
             finally:
                 await writer.close()
             if outcome.status == "stalled":
-                never_stalled = False
+                may_have_stalls = True
                 if await db(turn_attempt_stalled)(
                     turn_id=claim.turn_id, lease_token=claim.lease_token, progressed=writer.progressed
                 ):

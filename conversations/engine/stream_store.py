@@ -21,7 +21,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from conversations.eventlog import EventFrame, event_frame_of
-from conversations.models import Conversation, Event, Message, Turn, TurnStatus
+from conversations.models import Conversation, Event, Message, TurnStatus
+from conversations.turn_rows import turn_lease_held_sql
 from flarebot.core.rows import column, table
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ def _batch_sql() -> str:
     PostgreSQL prepares it once per connection, and sending one text costs the worker a
     fraction of what adapting arrays of values did.
     """
-    m, t, c, e = Message, Turn, Conversation, Event
+    m, c, e = Message, Conversation, Event
+    held = turn_lease_held_sql(turn_id="w.turn_id", lease_token="w.lease_token", running="%(running)s")
     last = column(c, "last_sequence")
     event_fields = ("id", "created_at", "updated_at", "conversation", "sequence", "kind", "turn", "data")
     event_columns = ", ".join(column(e, name) for name in event_fields)
@@ -51,9 +53,7 @@ def _batch_sql() -> str:
         " AS w(idx int, message_id uuid, parts jsonb, turn_id uuid, lease_token text, conversation_id uuid,"
         " events jsonb)),"
         f" stored AS (UPDATE {table(m)} m SET {column(m, 'parts')} = w.parts FROM w"
-        f" WHERE m.{column(m, 'id')} = w.message_id AND EXISTS (SELECT 1 FROM {table(t)} t"
-        f" WHERE t.{column(t, 'id')} = w.turn_id AND t.{column(t, 'lease_token')} = w.lease_token"
-        f" AND t.{column(t, 'status')} = %(running)s) RETURNING w.idx, w.conversation_id, w.events),"
+        f" WHERE m.{column(m, 'id')} = w.message_id AND {held} RETURNING w.idx, w.conversation_id, w.events),"
         f" allocated AS (UPDATE {table(c)} c SET {last} = c.{last} + jsonb_array_length(s.events) FROM stored s"
         f" WHERE c.{column(c, 'id')} = s.conversation_id RETURNING s.idx, c.{column(c, 'id')} AS conversation_id,"
         f" c.{last} - jsonb_array_length(s.events) AS before, s.events),"
@@ -109,10 +109,7 @@ class StreamStore:
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
         if self._connection is None or self._connection.closed:
             connection = await psycopg.AsyncConnection.connect(**self._params, autocommit=True)
-            # Streamed text is written every 40 ms; waiting for each WAL flush would bound
-            # every stream by the disk's fsync latency. A PostgreSQL crash can lose the last
-            # fraction of a second of deltas (the turn is then recovered like any interrupted
-            # one); a worker crash loses nothing committed.
+            # Commits without waiting for the WAL flush, as the threaded path's (batcher.py says why).
             await connection.execute("SET synchronous_commit TO off")
             self._connection = connection
         return self._connection
