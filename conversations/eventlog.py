@@ -18,7 +18,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from conversations.events import conversation_group
+from conversations.events import NewEvent, conversation_group
 from conversations.models import Conversation, Event
 from conversations.publisher import group_publish
 from flarebot.core.rows import column, rows_insert, table, to_db
@@ -41,9 +41,6 @@ class EventsPublished(TypedDict):
 
     type: Literal["events.published"]
     frames: list[EventFrame]
-
-
-NewEvent = tuple[str, uuid.UUID | None, dict[str, Any]]
 
 
 def event_frame(event: Event) -> EventFrame:
@@ -99,17 +96,30 @@ def sequences_allocate(*, conversation_id: uuid.UUID, count: int) -> int:
 
 
 @cache
-def sequences_allocate_sql(*, after: str | None = None) -> str:
-    """The statement of `sequences_allocate`: it returns the last sequence reserved.
+def sequences_allocate_sql(
+    *,
+    after: str | None = None,
+    count: str = "%s",
+    conversation: str = "%s",
+    source: str | None = None,
+    returning: tuple[str, ...] = (),
+) -> str:
+    """The allocator's statement, which every path that writes events uses: it returns the last
+    sequence reserved (then `returning`).
 
-    With `after`, the name of an earlier part of a composed statement (a CTE), it reserves
-    only if that part returned a row: one round trip for a write and its sequences.
+    By default it takes the count and the conversation as parameters. A composed statement
+    (CTEs) may pass SQL expressions instead, over `source` (its FROM), and with `after`, the
+    name of an earlier part, it reserves only if that part returned a row.
     """
     c = Conversation
+    # Qualified by the table's name: a `source` may have columns of the same names.
+    last, name = column(c, "last_sequence"), table(c)
     guard = f" AND EXISTS (SELECT 1 FROM {after})" if after else ""  # noqa: S608
+    source_sql = f" FROM {source}" if source else ""
+    extra = "".join(f", {expression}" for expression in returning)
     return (
-        f"UPDATE {table(c)} SET {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + %s"  # noqa: S608
-        f" WHERE {column(c, 'id')} = %s{guard} RETURNING {column(c, 'last_sequence')}"
+        f"UPDATE {name} SET {last} = {name}.{last} + {count}{source_sql}"  # noqa: S608
+        f" WHERE {name}.{column(c, 'id')} = {conversation}{guard} RETURNING {name}.{last}{extra}"
     )
 
 

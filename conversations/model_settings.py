@@ -89,6 +89,22 @@ def provider_key_delete(*, provider: str) -> ModelSettingsView:
     return model_settings_get()
 
 
+def provider_key_read(*, provider: str) -> Secret | None:
+    """Return a provider's stored key for a tool that needs it, or None when none can be read.
+
+    The one way a key reaches a tool (through `ToolContext.provider_key`): tools sit below
+    this app and never read settings themselves.
+    """
+    row = ProviderKey.objects.filter(provider=provider).values_list("sealed", flat=True).first()
+    installation = installation_get_verified()
+    if row is None or installation is None:
+        return None
+    try:
+        return unseal(bytes(row), server_secret=settings.SECRET_KEY, installation_id=installation.installation_id)
+    except DecryptionFailed:
+        return None
+
+
 def _installation_id() -> uuid.UUID:
     installation = installation_get_verified()
     if installation is None:

@@ -6,10 +6,11 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from conversations.models import Conversation, ConversationState, Message, MessageRole, Turn, TurnStatus
+from conversations import turn_rows
+from conversations.models import Conversation, ConversationState, Message, MessageRole, Turn
 
 
 def conversation_list() -> QuerySet[Conversation]:
@@ -58,7 +59,4 @@ def transcript_snapshot(*, conversation_id: uuid.UUID) -> TranscriptSnapshot | N
 
 def turns_awaiting_worker(*, turn_ids: list[uuid.UUID]) -> set[uuid.UUID]:
     """Return which of these turns no live attempt holds: queued, or running on an expired lease."""
-    lease_over = Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=timezone.now())
-    expired = Q(status=TurnStatus.RUNNING) & lease_over
-    awaiting = Turn.objects.filter(Q(status=TurnStatus.QUEUED) | expired, id__in=turn_ids)
-    return set(awaiting.values_list("id", flat=True))
+    return turn_rows.turns_lease_over(turn_ids=turn_ids, now=timezone.now())

@@ -19,15 +19,19 @@ from django.utils import timezone
 from conversations.events import ConversationDeleted, conversation_group
 from conversations.models import Conversation, ConversationState
 from conversations.signals import conversation_torn_down
-from conversations.turns import turns_stop_for_deletion
+from conversations.turns import turns_stop_for_deletion, turns_wait_stopped
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.text import has_control_characters, utf16_length
 from tools.activity import activities_delete
+from tools.registry import GRACE
+from tools.services import tools_release_conversation
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_NAME = "New conversation"
 NAME_MAX_UTF16 = 120
+# How long a teardown waits for the conversation's running turns to stop their tool calls.
+TURNS_STOP_TIMEOUT = GRACE + 5.0
 
 
 def conversation_name_clean(raw: str) -> str:
@@ -87,13 +91,21 @@ def _after_delete_committed(conversation_id: uuid.UUID) -> None:
 
 
 def conversation_teardown(*, conversation_id: uuid.UUID) -> bool:
-    """Tear down the data of a conversation marked for deletion; return whether one was."""
+    """Tear down the data of a conversation marked for deletion; return whether it is gone now.
+
+    Lowest first: running turns stop, and their tool calls with them (each call's cleanup
+    hook runs in its worker, within its grace), then every tool releases what it still holds
+    for the conversation (containers, browsers). Only then do the rows go: a tool that could
+    not release leaves the conversation for the deletion sweep, which tries again.
+    """
     conversation = Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).first()
     if conversation is None:
         return False
-    # Lowest first: running turns stop (their partial output goes with the conversation),
-    # tools will close browsers and containers here; upper apps listen to the signal.
     turns_stop_for_deletion(conversation_id=conversation_id)
+    if not turns_wait_stopped(conversation_id=conversation_id, timeout=TURNS_STOP_TIMEOUT):
+        logger.warning("turns of deleted conversation %s did not stop in time; releasing its tools", conversation_id)
+    if not tools_release_conversation(conversation_id=conversation_id):
+        return False
     activities_delete(conversation_id=conversation_id)
     conversation_torn_down.send(sender=Conversation, conversation_id=conversation_id)
     Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).delete()

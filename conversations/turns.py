@@ -1,28 +1,30 @@
 """Turn services: submit, cancel, claim, finish and reconcile.
 
-A turn is claimed with a conditional update under a row lock and owned through its lease;
-a duplicate delivery that finds a live lease leaves at once. Turns of one conversation run
-in ordinal order: a turn is claimable only when no earlier turn is unfinished.
+Who may run a turn is decided in one place: `turn_claim`, a conditional update that
+takes a turn no live attempt holds (queued, or its lease ran out) whose earlier turns are
+all finished, and counts the attempt. The doorbell, the Celery task, recovery after a
+crash and the retry of a stalled attempt all go through it; the conditions themselves are
+SQL in `turn_rows`. A duplicate delivery that finds a live lease leaves at once.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 import uuid
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from conversations import turn_rows
 from conversations.engine.cancel_bus import publish_cancel
 from conversations.engine.doorbell import doorbell_ring, durable_send_later
-from conversations.eventlog import EventFrame, NewEvent, event_frame_of, events_append, events_publish_sync
+from conversations.eventlog import EventFrame, event_frame_of, events_append, events_publish_sync
+from conversations.events import EventKind, activity_events, turn_ended, turn_started_data
 from conversations.models import (
-    TERMINAL_TURN_STATUSES,
     Conversation,
     ConversationState,
     Event,
@@ -35,15 +37,21 @@ from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.rows import rows_insert, rows_update
 from flarebot.core.text import utf16_length
 from flarebot.core.times import iso
-from tools.activity import ActivityJson, activities_interrupt
+from tools.activity import activities_interrupt
 
 MAX_TEXT_UTF16 = 32_000
-LEASE = timedelta(seconds=30)
-MAX_ATTEMPTS_WITHOUT_PROGRESS = 3
-# A turn that keeps crashing after some progress each time still ends.
-MAX_ATTEMPTS = 10
+# A worker that dies loses its turns for at most this long (plus a reconciliation period):
+# the heartbeat renews the lease three times within it.
+LEASE = timedelta(seconds=15)
+LEASE_RENEW_SECONDS = 5.0
+LIMITS = turn_rows.AttemptLimits(
+    without_progress=3,
+    attempts=10,  # a turn that keeps crashing after some progress each time still ends
+)
 STALE_QUEUED = timedelta(seconds=20)
+RECONCILE_BATCH = 500
 UNFINISHED = (TurnStatus.QUEUED, TurnStatus.RUNNING)
+INTERRUPTED_TOO_OFTEN = "The answer was interrupted repeatedly and was stopped. Send your message again."
 
 
 def message_json(message: Message) -> dict[str, Any]:
@@ -171,16 +179,10 @@ def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> li
             "lease_expires_at": None,
         },
     )
-    kind = {"completed": "turn.completed", "failed": "turn.failed", "cancelled": "turn.cancelled"}[status]
-    data: dict[str, Any] = {"code": code, "message": message} if status == TurnStatus.FAILED else {}
     # Calls still open now were cut off by a crash the turn did not recover from.
     settled = activity_events(turn.id, activities_interrupt(turn_id=turn.id))
-    return events_append(conversation_id=turn.conversation_id, events=[*settled, (kind, turn.id, data)])
-
-
-def activity_events(turn_id: uuid.UUID, activities: list[ActivityJson]) -> list[NewEvent]:
-    """Return the `activity.updated` events announcing these activities."""
-    return [("activity.updated", turn_id, {"activity": activity}) for activity in activities]
+    ended = turn_ended(turn.id, status=status, code=code, message=message)
+    return events_append(conversation_id=turn.conversation_id, events=[*settled, ended])
 
 
 def turn_finish(*, turn_id: uuid.UUID, lease_token: str, status: str, code: str = "", message: str = "") -> bool:
@@ -233,6 +235,20 @@ def turns_stop_for_deletion(*, conversation_id: uuid.UUID) -> None:
         publish_cancel(turn_id)
 
 
+def turns_wait_stopped(*, conversation_id: uuid.UUID, timeout: float) -> bool:
+    """Wait until no live attempt runs a turn of the conversation; False if one still did at `timeout`."""
+    give_up = time.monotonic() + timeout
+    while True:
+        running = Turn.objects.filter(
+            conversation_id=conversation_id, status=TurnStatus.RUNNING, lease_expires_at__gt=timezone.now()
+        )
+        if not running.exists():
+            return True
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(0.1)
+
+
 @dataclass(frozen=True)
 class Claim:
     turn_id: uuid.UUID
@@ -245,54 +261,77 @@ class Claim:
     frames: list[EventFrame] = field(default_factory=list)
 
 
-def turn_claim(*, turn_id: uuid.UUID, provider: str = "", model: str = "") -> Claim | None:
-    """Take the lease of a runnable turn; None when it is finished, owned or must wait.
+def turn_claim(
+    *, turn_id: uuid.UUID, provider: str = "", model: str = "", lease_token: str | None = None
+) -> Claim | None:
+    """Give a claimable turn to a new attempt under a fresh lease (or `lease_token`'s).
 
+    The one claim of the doorbell, the Celery task and recovery: a conditional update
+    (`turn_rows.turn_claim_running`) that succeeds only for a turn no live attempt holds,
+    with no earlier unfinished turn, that may start again. A claimable turn that may not
+    (cancelled, its conversation deleted, its attempts used up) is finished here instead.
     Called inside a transaction (the engine claims and prepares in one); the frames of
     turn.started come back in the Claim for the caller to publish after commit.
     """
     now = timezone.now()
+    token = lease_token or secrets.token_hex(16)
     with transaction.atomic(savepoint=False):
-        # Only the turn's row is locked: a duplicate delivery must not queue behind (or
-        # deadlock with) the streaming writes that hold its conversation's row.
-        turn = turn_rows.turn_lock_for_claim(turn_id=turn_id)
-        if turn is None or turn.status in TERMINAL_TURN_STATUSES:
-            return None
-        if turn.status == TurnStatus.RUNNING and turn.lease_expires_at and turn.lease_expires_at > now:
-            return None  # a live attempt owns it: a duplicate delivery
-        if turn.waits:
-            return None  # runs when the earlier turn finishes
-        recovering = turn.status == TurnStatus.RUNNING
-        without_progress = turn.attempts_without_progress + (1 if recovering else 0)
-        frames: list[EventFrame] = []
-        locked = Turn(id=turn.id, conversation_id=turn.conversation_id)
-        if turn.conversation_state != ConversationState.ACTIVE or turn.cancel_requested:
-            frames = _finish(locked, TurnStatus.CANCELLED)
-        elif without_progress >= MAX_ATTEMPTS_WITHOUT_PROGRESS or turn.attempts >= MAX_ATTEMPTS:
-            frames = _finish(
-                locked,
-                TurnStatus.FAILED,
-                code="turn_interrupted",
-                message="The answer was interrupted repeatedly and was stopped. Send your message again.",
-            )
-        if frames:
-            _after_commit(turn.conversation_id, frames, run=turn_next_runnable(conversation_id=turn.conversation_id))
-            return None
-        token = secrets.token_hex(16)
-        attempt = turn.attempts + 1
-        data = {"attempt": attempt}
-        sequence = turn_rows.turn_mark_running(
-            turn_id=turn.id,
+        claimed = turn_rows.turn_claim_running(
+            turn_id=turn_id,
             lease_token=token,
+            now=now,
             lease_expires_at=now + LEASE,
-            without_progress=without_progress,
-            started_at=turn.started_at or now,
             provider=provider,
             model=model,
-            started={"conversation_id": turn.conversation_id, "kind": "turn.started", "turn_id": turn.id, "data": data},
+            limits=LIMITS,
         )
-        frames = [event_frame_of(sequence=sequence, kind="turn.started", turn_id=turn.id, data=data)]
-        return Claim(turn.id, turn.conversation_id, turn.ordinal, token, attempt, turn.steps, frames)
+        if claimed is None:
+            _settle_unclaimed(turn_id=turn_id, now=now)
+            return None
+        data = turn_started_data(attempt=claimed.attempt)
+        frames = [event_frame_of(sequence=claimed.sequence, kind=EventKind.TURN_STARTED, turn_id=turn_id, data=data)]
+        return Claim(turn_id, claimed.conversation_id, claimed.ordinal, token, claimed.attempt, claimed.steps, frames)
+
+
+def _settle_unclaimed(*, turn_id: uuid.UUID, now: datetime) -> None:
+    """Finish a claimable turn that may not start again: cancelled, or failed after too many attempts."""
+    unclaimed = turn_rows.turn_lock_unclaimed(turn_id=turn_id, now=now, limits=LIMITS)
+    if unclaimed is None:
+        return  # owned by a live attempt, waiting for an earlier turn, or finished
+    locked = Turn(id=turn_id, conversation_id=unclaimed.conversation_id)
+    if unclaimed.stopped:
+        frames = _finish(locked, TurnStatus.CANCELLED)
+    elif unclaimed.over_budget:
+        frames = _finish(locked, TurnStatus.FAILED, code="turn_interrupted", message=INTERRUPTED_TOO_OFTEN)
+    else:
+        return  # it became claimable a moment ago: the next delivery takes it
+    _after_commit(unclaimed.conversation_id, frames, run=turn_next_runnable(conversation_id=unclaimed.conversation_id))
+
+
+def turn_attempt_restart(*, claim: Claim, provider: str, model: str) -> Claim | None:
+    """Start the next attempt of a turn this lease holds (its last attempt stalled), through the claim.
+
+    None, with nothing changed, when the turn may not start again (its attempts are used up,
+    it was cancelled) or the lease was lost: the caller ends the turn.
+    """
+    with transaction.atomic():
+        if not turn_rows.turn_lease_set(turn_id=claim.turn_id, lease_token=claim.lease_token, expires_at=None):
+            return None
+        again = turn_rows.turn_claim_running(
+            turn_id=claim.turn_id,
+            lease_token=claim.lease_token,
+            now=timezone.now(),
+            lease_expires_at=timezone.now() + LEASE,
+            provider=provider,
+            model=model,
+            limits=LIMITS,
+        )
+        if again is None:
+            transaction.set_rollback(True)  # the lease stays as it was
+            return None
+    data = turn_started_data(attempt=again.attempt)
+    frames = [event_frame_of(sequence=again.sequence, kind=EventKind.TURN_STARTED, turn_id=claim.turn_id, data=data)]
+    return replace(claim, attempt=again.attempt, steps=again.steps, frames=frames)
 
 
 def turn_cancel_requested(*, turn_id: uuid.UUID) -> bool:
@@ -301,38 +340,24 @@ def turn_cancel_requested(*, turn_id: uuid.UUID) -> bool:
 
 
 def turn_lease_renew(*, turn_id: uuid.UUID, lease_token: str) -> bool:
-    """Extend a lease this attempt still owns; False means it was lost."""
-    return bool(
-        Turn.objects.filter(id=turn_id, lease_token=lease_token, status=TurnStatus.RUNNING).update(
-            lease_expires_at=timezone.now() + LEASE
-        )
-    )
+    """Extend a lease this attempt still holds; False means it was lost."""
+    return turn_rows.turn_lease_set(turn_id=turn_id, lease_token=lease_token, expires_at=timezone.now() + LEASE)
 
 
-def turn_attempt_stalled(*, turn_id: uuid.UUID, lease_token: str, progressed: bool) -> bool:
-    """Count an attempt that ended without an answer; return whether another may follow."""
-    with transaction.atomic():
-        turn = Turn.objects.select_for_update().filter(id=turn_id, lease_token=lease_token).first()
-        if turn is None:
-            return False
-        count = 0 if progressed else turn.attempts_without_progress + 1
-        again = count < MAX_ATTEMPTS_WITHOUT_PROGRESS and turn.attempts < MAX_ATTEMPTS
-        Turn.objects.filter(id=turn_id).update(
-            attempts_without_progress=count, attempts=F("attempts") + (1 if again else 0)
-        )
-        return again
+def turn_progress_record(*, claim: Claim) -> None:
+    """The attempt produced output: its attempts without progress start over."""
+    turn_rows.turn_progress_record(turn_id=claim.turn_id, lease_token=claim.lease_token)
+
+
+def turn_step_record(*, claim: Claim, steps: int) -> None:
+    """Store how many model steps of the answer are complete (a retried attempt resumes after them)."""
+    rows_update(Turn, {"id": claim.turn_id, "lease_token": claim.lease_token}, {"steps": steps})
 
 
 def turns_reconcile() -> int:
-    """Requeue turns whose worker died (lease expired) or whose enqueue was lost."""
+    """Requeue every turn a worker could claim but nobody is about to: its worker died, or its enqueue was lost."""
     now = timezone.now()
-    expired = list(
-        Turn.objects.filter(status=TurnStatus.RUNNING, lease_expires_at__lt=now).values_list("id", flat=True)
-    )
-    stale_queued = Turn.objects.filter(status=TurnStatus.QUEUED, created_at__lt=now - STALE_QUEUED)
-    conversations = set(stale_queued.values_list("conversation_id", flat=True))
-    runnable = [turn_next_runnable(conversation_id=c) for c in conversations]
-    ids = expired + [turn_id for turn_id in runnable if turn_id is not None]
+    ids = turn_rows.turns_claimable(now=now, queued_before=now - STALE_QUEUED, limit=RECONCILE_BATCH)
     for turn_id in ids:
         enqueue_turn(turn_id)
     return len(ids)

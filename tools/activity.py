@@ -9,6 +9,7 @@ formatters; every text is at most 160 characters with control characters made sp
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,10 +23,18 @@ from flarebot.core.times import iso
 from tools.models import ActivityStatus, ToolActivity
 from tools.registry import tool_get
 
+logger = logging.getLogger(__name__)
+
 TEXT_MAX = 160
 UNKNOWN_TOOL_LABEL = "Unknown tool"
 INTERRUPTED_SUMMARY = "Stopped by a crash; whether it took effect is unknown."
-FINISHED = {ActivityStatus.SUCCEEDED, ActivityStatus.FAILED, ActivityStatus.CANCELLED, ActivityStatus.INTERRUPTED}
+FINISHED = {
+    ActivityStatus.SUCCEEDED,
+    ActivityStatus.FAILED,
+    ActivityStatus.CANCELLED,
+    ActivityStatus.INTERRUPTED,
+    ActivityStatus.UNAVAILABLE,
+}
 
 
 class ProgressJson(TypedDict):
@@ -100,7 +109,7 @@ class Activity:
 
 
 def activity_begin(*, conversation_id: uuid.UUID, turn_id: uuid.UUID, tool_call_id: str, name: str) -> Activity:
-    """Return the activity of a call that starts now; unknown tools get a generic label."""
+    """Return the activity of a call the model just asked for; unknown tools get a generic label."""
     tool = tool_get(name)
     return Activity(
         conversation_id=conversation_id,
@@ -108,10 +117,31 @@ def activity_begin(*, conversation_id: uuid.UUID, turn_id: uuid.UUID, tool_call_
         tool_call_id=tool_call_id[:128],
         kind=safe_text(name)[:64] if tool else "unknown",
         label=safe_text(tool.label or tool.name) if tool else UNKNOWN_TOOL_LABEL,
-        status=ActivityStatus.RUNNING,
-        execution_count=1,
-        started_at=timezone.now(),
     )
+
+
+def activity_running(activity: Activity) -> None:
+    """Mark a call started on the server: one more execution; the first start time is kept."""
+    activity.status = ActivityStatus.RUNNING
+    activity.execution_count += 1
+    activity.started_at = activity.started_at or timezone.now()
+    activity.finished_at = None
+
+
+def activity_reopen(row: ToolActivity) -> Activity | None:
+    """Return an interrupted call's activity, pending again for a real re-run; None if it is not interrupted.
+
+    Only `interrupted` reopens: every other terminal status is final. Creation time, the
+    first start time and the execution count are kept.
+    """
+    if row.status != ActivityStatus.INTERRUPTED:
+        return None
+    activity = activity_from_row(row)
+    activity.status = ActivityStatus.PENDING
+    activity.summary = ""
+    activity.progress = None
+    activity.finished_at = None
+    return activity
 
 
 def activity_progress(activity: Activity, progress: dict[str, Any]) -> None:
@@ -123,17 +153,23 @@ def activity_progress(activity: Activity, progress: dict[str, Any]) -> None:
     }
 
 
-def activity_finish(activity: Activity, *, status: str, output: Any) -> None:
-    """End the activity with its outcome and the summary its tool's descriptor allows."""
+def activity_finish(activity: Activity, *, status: str, output: Any, message: str | None = None) -> None:
+    """End the activity with its outcome and the summary its tool's descriptor allows.
+
+    `message` is a safe text written by the engine (or raised as ToolFailed) that says why
+    a call did not succeed; a tool's own result is shown only through its `summarize`.
+    """
     activity.status = status
     activity.finished_at = timezone.now()
     tool = tool_get(activity.kind)
     summary = ""
-    if tool is not None and tool.summarize is not None and status == ActivityStatus.SUCCEEDED:
-        summary = tool.summarize(output)
-    elif status != ActivityStatus.SUCCEEDED and isinstance(output, dict):
-        # Failure messages are written by the engine or raised as ToolFailed: safe by contract.
-        summary = str(output.get("message", ""))
+    if message is not None:
+        summary = message
+    elif tool is not None and tool.summarize is not None:
+        try:
+            summary = tool.summarize(output)
+        except Exception:
+            logger.exception("summary of tool %s raised", tool.name)
     activity.summary = safe_text(summary)
 
 
@@ -167,6 +203,25 @@ def activity_from_row(row: ToolActivity) -> Activity:
     return Activity(**{name: getattr(row, name) for name in fields})
 
 
+def activities_reopen(*, conversation_id: uuid.UUID, turn_id: uuid.UUID, calls: dict[str, str]) -> list[Activity]:
+    """Return the activities of interrupted calls that recovery runs again (`calls`: id to tool name).
+
+    A call whose activity is missing gets a new one; one that already ended otherwise is
+    final and not run again (it is left out).
+    """
+    rows = {row.tool_call_id: row for row in ToolActivity.objects.filter(turn_id=turn_id, tool_call_id__in=calls)}
+    reopened = []
+    for call_id, name in calls.items():
+        row = rows.get(call_id)
+        if row is None:
+            reopened.append(
+                activity_begin(conversation_id=conversation_id, turn_id=turn_id, tool_call_id=call_id, name=name)
+            )
+        elif (activity := activity_reopen(row)) is not None:
+            reopened.append(activity)
+    return reopened
+
+
 def activities_interrupt(*, turn_id: uuid.UUID) -> list[ActivityJson]:
     """Mark the turn's unfinished activities interrupted (their worker died); return them."""
     if not _unfinished_exist(turn_id):
@@ -175,7 +230,7 @@ def activities_interrupt(*, turn_id: uuid.UUID) -> list[ActivityJson]:
     interrupted = []
     for row in rows:
         activity = activity_from_row(row)
-        activity_finish(activity, status=ActivityStatus.INTERRUPTED, output={"message": INTERRUPTED_SUMMARY})
+        activity_finish(activity, status=ActivityStatus.INTERRUPTED, output=None, message=INTERRUPTED_SUMMARY)
         activity_store(activity)
         interrupted.append(activity.as_json())
     return interrupted

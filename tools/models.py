@@ -21,6 +21,7 @@ class ActivityStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
     INTERRUPTED = "interrupted", "Interrupted"  # its worker died; the outcome is unknown
+    UNAVAILABLE = "unavailable", "Unavailable"  # not configured here; answered at once, never run
 
 
 class ToolActivity(BaseModel):
@@ -49,4 +50,25 @@ class ToolActivity(BaseModel):
         indexes = [
             # activity_page: a conversation's activities, newest creation first
             models.Index(fields=["conversation_id", "-created_at", "-id"], name="tools_activity_page"),
+        ]
+
+
+class ToolSlot(BaseModel):
+    """One of the `concurrency` places of a tool, held by one running call.
+
+    The limit holds across worker processes because a place is a row under a unique
+    constraint: a call takes place `n` by inserting it (or by taking it over once its
+    holder's lease ran out: the holder's process died). `expires_at` is past the longest
+    the holder can run (its deadline plus grace), so a crash frees its place without a sweep.
+    """
+
+    tool = models.CharField(max_length=64)
+    slot = models.PositiveIntegerField()
+    holder = models.CharField(max_length=32)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            # slot_acquire: one holder per place of a tool (also its lookup index)
+            models.UniqueConstraint(fields=["tool", "slot"], name="tools_slot_unique"),
         ]

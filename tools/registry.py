@@ -1,19 +1,55 @@
-"""The tool registry: which tools the model may call, and how each one runs.
+"""The tool registry: which tools the model may call, and what each one promises.
 
-Tools register themselves at import (their app's `ready()`); the engine offers the model
-exactly the registered tools, nothing assembled implicitly.
+Every tool is a declaration (`Tool`) registered from its app's `AppConfig.ready()`; the
+engine offers the model exactly the registered tools, nothing assembled implicitly. The
+declaration is a contract the engine enforces (`tools.runtime`), not advice:
+
+- `input_schema` is checked with `jsonschema` before the call; the tool never sees
+  input that does not match it.
+- `deadline` bounds every call; at the deadline the call is cancelled, given `GRACE`
+  seconds (its `cleanup` hook included) and recorded as failed.
+- `effect` says whether a call may run again: `read` calls cut off by a crash are re-run
+  by recovery, `effect` calls never are (their outcome stays unknown).
+- `available` is asked once per turn; an unavailable tool is still offered but answers
+  at once with what the owner must configure.
+- `concurrency` limits the calls running at once across the whole installation.
+- `output_limit` bounds the JSON the model and the transcript receive.
+
+Credentials reach a tool through its `ToolContext` (`provider_key`), never by importing
+an upper app.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
+import re
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from flarebot.core.crypto import Secret
+
+# Seconds a cancelled or timed-out call has to wind down, its cleanup hook included.
+GRACE = 5.0
+# No tool may declare a longer deadline: a turn must always come to an end.
+MAX_DEADLINE = 15 * 60.0
+# What the model and the transcript receive of one call, as compact UTF-8 JSON.
+OUTPUT_LIMIT = 64 * 1024
+OUTPUT_LIMIT_MIN = 1024  # room for the truncation marker and a useful start
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
-@dataclass
+class Effect(enum.StrEnum):
+    READ = "read"  # safe to run again after a crash
+    EFFECT = "effect"  # changes something outside the turn: never re-run by recovery
+
+
+@dataclass(frozen=True)
 class ToolContext:
     """What a running tool call knows about where it runs, and how it reports progress."""
 
@@ -22,9 +58,32 @@ class ToolContext:
     tool_call_id: str
     cancelled: asyncio.Event
     report_progress: Callable[[dict[str, Any]], Awaitable[None]]
+    # The owner's key of a provider ("openai", "anthropic"), or None when none is stored.
+    provider_key: Callable[[str], Awaitable[Secret | None]] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class CleanupRequest:
+    """What a tool's cleanup hook must release.
+
+    On cancel and timeout: the resources of one call. On conversation deletion
+    (`reason="deleted"`, no turn or call): everything the tool holds for the conversation.
+    """
+
+    conversation_id: uuid.UUID
+    turn_id: uuid.UUID | None
+    tool_call_id: str | None
+    reason: Literal["cancelled", "timeout", "deleted"]
 
 
 ToolRun = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
+# Returns None when the tool can run, else a safe message saying what the owner must configure.
+AvailabilityCheck = Callable[[ToolContext], Awaitable[str | None]]
+CleanupHook = Callable[[CleanupRequest], Awaitable[None]]
+
+
+class ToolDeclarationError(ValueError):
+    """A tool declaration breaks the registry's contract (a programming error)."""
 
 
 @dataclass(frozen=True)
@@ -33,10 +92,37 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     run: ToolRun
+    deadline: float  # seconds; required, at most MAX_DEADLINE
+    effect: Effect
     label: str = ""  # the activity card's label; the name when empty
     # Makes the activity card's summary from a successful result. Only what it returns is
     # shown (bounded to 160 characters); without it a successful call shows no summary.
     summarize: Callable[[Any], str] | None = None
+    available: AvailabilityCheck | None = None
+    concurrency: int | None = None  # calls at once across every worker process
+    output_limit: int = OUTPUT_LIMIT
+    cleanup: CleanupHook | None = None
+    validator: Draft202012Validator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not NAME_PATTERN.match(self.name):
+            raise ToolDeclarationError(f"tool name {self.name!r}: lowercase letters, digits and _, at most 64")
+        if not 0 < self.deadline <= MAX_DEADLINE:
+            raise ToolDeclarationError(f"tool {self.name}: a deadline of 0-{MAX_DEADLINE:g} s is required")
+        if not isinstance(self.effect, Effect):
+            raise ToolDeclarationError(f"tool {self.name}: effect must be Effect.READ or Effect.EFFECT")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise ToolDeclarationError(f"tool {self.name}: concurrency must be at least 1")
+        if not OUTPUT_LIMIT_MIN <= self.output_limit <= OUTPUT_LIMIT:
+            bounds = f"{OUTPUT_LIMIT_MIN}-{OUTPUT_LIMIT}"
+            raise ToolDeclarationError(f"tool {self.name}: output_limit must be {bounds} bytes")
+        try:
+            Draft202012Validator.check_schema(self.input_schema)
+        except SchemaError as error:
+            raise ToolDeclarationError(f"tool {self.name}: invalid input schema: {error.message}") from None
+        if self.input_schema.get("type") != "object":
+            raise ToolDeclarationError(f"tool {self.name}: the input schema must describe an object")
+        object.__setattr__(self, "validator", Draft202012Validator(self.input_schema))
 
 
 class ToolFailed(Exception):

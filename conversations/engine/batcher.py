@@ -19,18 +19,18 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 
-from conversations.engine.database import db
 from conversations.engine.stream_store import StreamStore
 from conversations.eventlog import (
     EventFrame,
-    NewEvent,
     events_insert,
     sequences_allocate,
     sequences_allocate_params,
     sequences_allocate_sql,
 )
+from conversations.events import NewEvent
 from conversations.models import Conversation, Message, Turn, TurnStatus
 from conversations.turn_rows import turn_lease_held_sql
+from flarebot.core.database import db
 from flarebot.core.rows import column, table, to_db
 from tools.activity import Activity, activity_store
 

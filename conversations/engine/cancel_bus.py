@@ -15,8 +15,8 @@ import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 
-from conversations.engine.database import db
 from conversations.models import Turn
+from flarebot.core.database import db
 
 logger = logging.getLogger(__name__)
 

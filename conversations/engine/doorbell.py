@@ -33,8 +33,8 @@ import redis.asyncio as aioredis
 from celery import current_app
 from django.conf import settings
 
-from conversations.engine.database import on_long_lived_thread
 from conversations.selectors import turns_awaiting_worker
+from flarebot.core.database import on_long_lived_thread
 
 logger = logging.getLogger(__name__)
 

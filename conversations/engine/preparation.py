@@ -9,13 +9,16 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.eventlog import EventFrame, NewEvent, events_append
+from conversations.engine.tool_calls import rerun_calls_of
+from conversations.eventlog import EventFrame, events_append
+from conversations.events import NewEvent, activity_events, message_replaced, tool_finished
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import Message, MessageRole, Turn
-from conversations.providers.base import INTERRUPTED_OUTPUT
+from conversations.providers.base import INTERRUPTED_OUTPUT, ToolCall
 from conversations.turn_rows import transcript_until
-from conversations.turns import Claim, activity_events, turn_claim
+from conversations.turns import Claim, turn_attempt_restart, turn_claim
 from tools.activity import activities_interrupt
+from tools.registry import Effect, tool_get
 
 
 @dataclass
@@ -28,6 +31,7 @@ class Prepared:
     steps: int
     cancel_requested: bool
     frames: list[EventFrame]  # to publish: what resuming changed in the earlier parts
+    rerun: list[ToolCall]  # `read` calls a crash cut off, to run again before the next step
 
 
 def attempt_start(turn_id: uuid.UUID) -> tuple[Claim, Prepared] | None:
@@ -42,12 +46,14 @@ def attempt_start(turn_id: uuid.UUID) -> tuple[Claim, Prepared] | None:
         return claim, _prepare(claim, model=model, first_attempt=first, steps=claim.steps, cancel=False)
 
 
-def attempt_prepare(claim: Claim) -> Prepared:
-    """Snapshot settings, instructions and transcript for another attempt of a claimed turn."""
+def attempt_restart(claim: Claim) -> tuple[Claim, Prepared] | None:
+    """Start and prepare the next attempt of a turn whose attempt stalled; None when it may not."""
     model = turn_model_snapshot()
     with transaction.atomic():
-        Turn.objects.filter(id=claim.turn_id).update(provider=model.provider, model=model.model)
-        return _prepare(claim, model=model, first_attempt=False)
+        again = turn_attempt_restart(claim=claim, provider=model.provider, model=model.model)
+        if again is None:
+            return None
+        return again, _prepare(again, model=model, first_attempt=False)
 
 
 def _prepare(
@@ -89,6 +95,7 @@ def _prepare(
         steps=steps,
         cancel_requested=cancel,
         frames=frames,
+        rerun=rerun_calls_of(parts),
     )
 
 
@@ -97,23 +104,35 @@ def _resume_parts(
 ) -> tuple[list[dict[str, Any]], list[NewEvent]]:
     """Make an earlier attempt's parts safe to continue from, with the events that say so.
 
-    - A tool call cut off by a crash has no output: its outcome is recorded as unknown,
-      and clients that showed it running (tool.started) learn how it ended.
+    - A tool call cut off by a crash has no output. A `read` call keeps none: it is run
+      again (`Prepared.rerun`). Any other call's outcome is recorded as unknown, and
+      clients that showed it running (tool.started) learn how it ended; it never runs again.
     - Text of a step that never finished is dropped, so the retried step does not repeat
       it after itself; `message.replaced` gives clients the parts to show instead.
     """
     events: list[NewEvent] = []
     resumed: list[dict[str, Any]] = []
     for part in parts:
-        if part["type"] == "tool" and part.get("output") is None:
+        if part["type"] == "tool" and part.get("output") is None and not _runs_again(part["name"]):
             part = {**part, "output": INTERRUPTED_OUTPUT, "status": "interrupted"}
-            finished = {"tool_call_id": part["tool_call_id"], "name": part["name"]}
             events.append(
-                ("tool.finished", turn_id, {**finished, "status": "interrupted", "output": INTERRUPTED_OUTPUT})
+                tool_finished(
+                    turn_id,
+                    tool_call_id=part["tool_call_id"],
+                    name=part["name"],
+                    status="interrupted",
+                    output=INTERRUPTED_OUTPUT,
+                )
             )
         if part["type"] == "text" and part.get("step", -1) >= steps:
             continue
         resumed.append(part)
     if len(resumed) != len(parts):
-        events.append(("message.replaced", turn_id, {"parts": resumed}))
+        events.append(message_replaced(turn_id, parts=resumed))
     return resumed, events
+
+
+def _runs_again(name: str) -> bool:
+    """Whether recovery may run a call of this tool again: only `read` tools, and only known ones."""
+    tool = tool_get(name)
+    return tool is not None and tool.effect == Effect.READ

@@ -20,9 +20,8 @@ from typing import Any
 from django.conf import settings
 
 from conversations.engine.cancel_bus import CancelListener
-from conversations.engine.database import db
-from conversations.engine.preparation import Prepared, attempt_prepare, attempt_start
-from conversations.engine.tool_calls import run_tool_calls
+from conversations.engine.preparation import Prepared, attempt_restart, attempt_start
+from conversations.engine.tool_calls import TurnTools, rerun_tool_calls, run_tool_calls
 from conversations.engine.writer import LeaseLost, TranscriptWriter
 from conversations.eventlog import events_publish
 from conversations.models import TurnStatus
@@ -30,18 +29,19 @@ from conversations.providers.base import ModelRequest, StepFinished, StreamEvent
 from conversations.providers.catalog import adapter_for
 from conversations.providers.errors import ProviderError
 from conversations.turns import (
+    LEASE_RENEW_SECONDS,
     Claim,
-    turn_attempt_stalled,
     turn_cancel_requested,
     turn_finish,
     turn_lease_renew,
 )
+from flarebot.core.database import db
 from tools.registry import tools_enabled
+from tools.runtime import CallWatch
 
 logger = logging.getLogger(__name__)
 
 MAX_STEPS = 8
-HEARTBEAT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,10 @@ async def run_turn(turn_id: uuid.UUID, *, cancels: CancelListener) -> None:
     # clients still see them in order.
     announced = asyncio.ensure_future(events_publish(conversation_id=claim.conversation_id, frames=claim.frames))
     cancelled = await cancels.watch(turn_id)
-    heartbeat = asyncio.get_running_loop().create_task(_heartbeat(claim))
+    watch = CallWatch()
+    heartbeat = asyncio.get_running_loop().create_task(_heartbeat(claim, watch))
     try:
-        await _run_claimed(claim, cancelled, prepared, announced)
+        await _run_claimed(claim, cancelled, prepared, announced, watch)
     except LeaseLost:
         logger.info("turn %s: lease lost, another attempt owns it", turn_id)
     finally:
@@ -74,21 +75,26 @@ async def run_turn(turn_id: uuid.UUID, *, cancels: CancelListener) -> None:
         cancels.forget(turn_id)
 
 
-async def _heartbeat(claim: Claim) -> None:
+async def _heartbeat(claim: Claim, watch: CallWatch) -> None:
+    """Renew the turn's lease while it runs (every attempt of this claim keeps its token).
+
+    Not for a tool call past its deadline plus grace: the engine should have given up on
+    it, so something is stuck, and the lease is left to expire for recovery to take over.
+    """
     while True:
-        await asyncio.sleep(HEARTBEAT_SECONDS)
+        await asyncio.sleep(LEASE_RENEW_SECONDS)
+        if watch.overdue():
+            logger.error("turn %s: a tool call outlived its deadline and grace; lease not renewed", claim.turn_id)
+            return
         if not await db(turn_lease_renew)(turn_id=claim.turn_id, lease_token=claim.lease_token):
             return
 
 
 async def _run_claimed(
-    claim: Claim, cancelled: asyncio.Event, first: Prepared, announced: asyncio.Future[None]
+    claim: Claim, cancelled: asyncio.Event, prepared: Prepared, announced: asyncio.Future[None], watch: CallWatch
 ) -> None:
-    prepared: Prepared | None = first
     may_have_stalls = claim.attempt > 1  # attempts without progress counted, for the first output to reset
     while True:
-        if prepared is None:
-            prepared = await db(attempt_prepare)(claim)
         if prepared.frames:
             await announced
             await events_publish(conversation_id=claim.conversation_id, frames=prepared.frames)
@@ -103,20 +109,23 @@ async def _run_claimed(
                 claim, prepared.assistant_message_id, prepared.parts, announced=announced, reset_stalls=may_have_stalls
             )
             try:
-                outcome = await _attempt(claim, prepared, writer, cancelled)
+                outcome = await _attempt(claim, prepared, writer, cancelled, TurnTools(watch=watch))
             finally:
                 await writer.close()
             if outcome.status == "stalled":
                 may_have_stalls = True
-                if await db(turn_attempt_stalled)(
-                    turn_id=claim.turn_id, lease_token=claim.lease_token, progressed=writer.progressed
-                ):
+                restarted = await db(attempt_restart)(claim)
+                if restarted is not None:
                     logger.info("turn %s: attempt stalled (%s); trying again", claim.turn_id, outcome.code)
-                    prepared = None
+                    claim, prepared = restarted
+                    await events_publish(conversation_id=claim.conversation_id, frames=claim.frames)
                     continue
-                outcome = Outcome(
-                    TurnStatus.FAILED, outcome.code or "model_stalled", outcome.message or STALLED_MESSAGE
-                )
+                if await db(turn_cancel_requested)(turn_id=claim.turn_id):
+                    outcome = Outcome(TurnStatus.CANCELLED)
+                else:
+                    outcome = Outcome(
+                        TurnStatus.FAILED, outcome.code or "model_stalled", outcome.message or STALLED_MESSAGE
+                    )
         await announced
         await db(turn_finish)(
             turn_id=claim.turn_id,
@@ -128,9 +137,15 @@ async def _run_claimed(
         return
 
 
-async def _attempt(claim: Claim, prepared: Prepared, writer: TranscriptWriter, cancelled: asyncio.Event) -> Outcome:
+async def _attempt(
+    claim: Claim, prepared: Prepared, writer: TranscriptWriter, cancelled: asyncio.Event, turn_tools: TurnTools
+) -> Outcome:
     adapter = adapter_for(prepared.model.provider)
     steps = prepared.steps
+    if prepared.rerun:
+        await rerun_tool_calls(claim, writer, prepared.rerun, cancelled, turn_tools)
+        if cancelled.is_set():
+            return Outcome(TurnStatus.CANCELLED)
     while steps < MAX_STEPS:
         offered = tools_enabled()
         may_call = steps < MAX_STEPS - 1
@@ -155,7 +170,7 @@ async def _attempt(claim: Claim, prepared: Prepared, writer: TranscriptWriter, c
         if not calls:
             return Outcome(TurnStatus.COMPLETED)
         callable_names = {t.name for t in offered} if may_call else set()
-        await run_tool_calls(claim, writer, steps - 1, calls, callable_names, cancelled)
+        await run_tool_calls(claim, writer, steps - 1, calls, callable_names, cancelled, turn_tools)
         # The flag in the database is the truth: a cancel whose announcement on Redis was
         # lost still stops the turn here, before the next model step.
         if cancelled.is_set() or await db(turn_cancel_requested)(turn_id=claim.turn_id):

@@ -21,10 +21,10 @@ from django.conf import settings
 
 from conversations.engine.batcher import write_batcher_install
 from conversations.engine.cancel_bus import CancelListener
-from conversations.engine.database import connect_database_threads
 from conversations.engine.doorbell import DoorbellListener
 from conversations.engine.runner import run_turn
 from conversations.engine.stream_store import StreamStore
+from flarebot.core.database import connect_database_threads
 
 T = TypeVar("T")
 

@@ -20,10 +20,10 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
-from conversations.eventlog import EventFrame, event_frame_of
-from conversations.models import Conversation, Event, Message, TurnStatus
+from conversations.eventlog import EventFrame, event_frame_of, sequences_allocate_sql
+from conversations.models import Event, Message, TurnStatus
 from conversations.turn_rows import turn_lease_held_sql
-from flarebot.core.rows import column, table
+from flarebot.core.rows import column, insert_select_sql, table
 
 if TYPE_CHECKING:
     from conversations.engine.batcher import StreamWrite
@@ -43,25 +43,37 @@ def _batch_sql() -> str:
     PostgreSQL prepares it once per connection, and sending one text costs the worker a
     fraction of what adapting arrays of values did.
     """
-    m, c, e = Message, Conversation, Event
+    m = Message
     held = turn_lease_held_sql(turn_id="w.turn_id", lease_token="w.lease_token", running="%(running)s")
-    last = column(c, "last_sequence")
-    event_fields = ("id", "created_at", "updated_at", "conversation", "sequence", "kind", "turn", "data")
-    event_columns = ", ".join(column(e, name) for name in event_fields)
+    allocate = sequences_allocate_sql(
+        count="jsonb_array_length(s.events)",
+        conversation="s.conversation_id",
+        source="stored s",
+        returning=("s.idx", "s.conversation_id", "s.events"),
+    )
+    inserted = insert_select_sql(
+        Event,
+        {
+            "id": "gen_random_uuid()",
+            "created_at": "%(now)s",
+            "updated_at": "%(now)s",
+            "conversation_id": "a.conversation_id",
+            "sequence": "a.last - jsonb_array_length(a.events) + e.position",
+            "kind": "e.value->>'kind'",
+            "turn_id": "(e.value->>'turn_id')::uuid",
+            "data": "e.value->'data'",
+        },
+        "allocated a CROSS JOIN LATERAL jsonb_array_elements(a.events) WITH ORDINALITY AS e(value, position)",
+    )
     return (
         "WITH w AS (SELECT * FROM json_to_recordset(%(writes)s::json)"  # noqa: S608 (names from the models)
         " AS w(idx int, message_id uuid, parts jsonb, turn_id uuid, lease_token text, conversation_id uuid,"
         " events jsonb)),"
         f" stored AS (UPDATE {table(m)} m SET {column(m, 'parts')} = w.parts FROM w"
         f" WHERE m.{column(m, 'id')} = w.message_id AND {held} RETURNING w.idx, w.conversation_id, w.events),"
-        f" allocated AS (UPDATE {table(c)} c SET {last} = c.{last} + jsonb_array_length(s.events) FROM stored s"
-        f" WHERE c.{column(c, 'id')} = s.conversation_id RETURNING s.idx, c.{column(c, 'id')} AS conversation_id,"
-        f" c.{last} - jsonb_array_length(s.events) AS before, s.events),"
-        f" inserted AS (INSERT INTO {table(e)} ({event_columns})"
-        " SELECT gen_random_uuid(), %(now)s, %(now)s, a.conversation_id, a.before + e.position, e.value->>'kind',"
-        " (e.value->>'turn_id')::uuid, e.value->'data'"
-        " FROM allocated a CROSS JOIN LATERAL jsonb_array_elements(a.events) WITH ORDINALITY AS e(value, position))"
-        " SELECT idx, before FROM allocated"
+        f" allocated(last, idx, conversation_id, events) AS ({allocate}),"
+        f" inserted AS ({inserted})"
+        " SELECT idx, last - jsonb_array_length(events) FROM allocated"
     )
 
 

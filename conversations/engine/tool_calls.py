@@ -1,22 +1,53 @@
-"""Running the tool calls a model step asked for, in parallel, with their events."""
+"""Running the tool calls a model step asked for, in parallel, with their parts, cards and events.
+
+What a call may do is decided by `tools.runtime` (schema, availability, concurrency,
+deadline, output bound); this module records it: the call's tool part in the answer,
+its activity card (pending, running, then one final status) and the events announcing
+each change, and the coalescing of its progress reports.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import Any
 
 from conversations.engine.writer import TranscriptWriter
-from conversations.eventlog import NewEvent
+from conversations.events import NewEvent, activity_events, tool_finished, tool_progress, tool_started
+from conversations.model_settings import provider_key_read
 from conversations.providers.base import ToolCall
-from conversations.turns import Claim, activity_events
-from tools.activity import Activity, activity_begin, activity_finish, activity_progress
-from tools.registry import ToolContext, ToolFailed, tool_get
-
-logger = logging.getLogger(__name__)
+from conversations.turns import Claim
+from flarebot.core.crypto import Secret
+from flarebot.core.database import db
+from tools.activity import (
+    Activity,
+    activities_reopen,
+    activity_begin,
+    activity_finish,
+    activity_progress,
+    activity_running,
+)
+from tools.models import ActivityStatus
+from tools.registry import ToolContext, tool_get
+from tools.runtime import Availability, CallResult, CallWatch, failed_call, tool_call_execute
 
 PROGRESS_INTERVAL = 0.25  # at most four progress writes a second per call
+
+
+async def _provider_key(provider: str) -> Secret | None:
+    return await db(provider_key_read)(provider=provider)
+
+
+@dataclass
+class TurnTools:
+    """What the tool calls of one turn attempt share."""
+
+    availability: Availability = field(default_factory=Availability)
+    watch: CallWatch = field(default_factory=CallWatch)
+    provider_key: Callable[[str], Awaitable[Secret | None]] = _provider_key
 
 
 async def run_tool_calls(
@@ -26,6 +57,7 @@ async def run_tool_calls(
     calls: list[ToolCall],
     offered: set[str],
     cancelled: asyncio.Event,
+    turn_tools: TurnTools,
 ) -> None:
     """Record the calls as tool parts, run them together, and record each result."""
     for call in calls:
@@ -45,17 +77,46 @@ async def run_tool_calls(
     ]
     events: list[NewEvent] = []
     for call, activity in zip(calls, activities, strict=True):
-        started = {"tool_call_id": call.id, "name": call.name, "input": call.input}
-        events += [("tool.started", claim.turn_id, started), _activity_event(claim, activity)]
+        started = tool_started(claim.turn_id, tool_call_id=call.id, name=call.name, input=call.input)
+        events += [started, *_activity_event(claim, activity)]
     await writer.record(events, tuple(activities))
+    await _run_all(claim, writer, calls, activities, offered, cancelled, turn_tools)
+
+
+async def rerun_tool_calls(
+    claim: Claim, writer: TranscriptWriter, calls: list[ToolCall], cancelled: asyncio.Event, turn_tools: TurnTools
+) -> None:
+    """Run again the `read` calls a crash cut off; their parts are in the answer already."""
+    names = {call.id: call.name for call in calls}
+    activities = await db(activities_reopen)(conversation_id=claim.conversation_id, turn_id=claim.turn_id, calls=names)
+    by_id = {activity.tool_call_id: activity for activity in activities}
+    calls = [call for call in calls if call.id in by_id]
+    if not calls:
+        return
+    activities = [by_id[call.id] for call in calls]
+    await writer.record([e for a in activities for e in _activity_event(claim, a)], tuple(activities))
+    await _run_all(claim, writer, calls, activities, {c.name for c in calls}, cancelled, turn_tools)
+
+
+async def _run_all(
+    claim: Claim,
+    writer: TranscriptWriter,
+    calls: list[ToolCall],
+    activities: list[Activity],
+    offered: set[str],
+    cancelled: asyncio.Event,
+    turn_tools: TurnTools,
+) -> None:
     lock = asyncio.Lock()  # one write at a time: the parts list is shared
-    runs = [_run_one(claim, writer, c, a, offered, cancelled, lock) for c, a in zip(calls, activities, strict=True)]
+    runs = [
+        _run_one(claim, writer, call, activity, offered, cancelled, lock, turn_tools)
+        for call, activity in zip(calls, activities, strict=True)
+    ]
     await asyncio.gather(*runs)
 
 
-def _activity_event(claim: Claim, activity: Activity) -> NewEvent:
-    [event] = activity_events(claim.turn_id, [activity.as_json()])
-    return event
+def _activity_event(claim: Claim, activity: Activity) -> list[NewEvent]:
+    return activity_events(claim.turn_id, [activity.as_json()])
 
 
 async def _run_one(
@@ -66,48 +127,134 @@ async def _run_one(
     offered: set[str],
     cancelled: asyncio.Event,
     lock: asyncio.Lock,
+    turn_tools: TurnTools,
 ) -> None:
-    last_progress = 0.0
-
-    async def report_progress(progress: dict[str, Any]) -> None:
-        nonlocal last_progress
-        now = time.monotonic()
-        if now - last_progress < PROGRESS_INTERVAL:
-            return
-        last_progress = now
+    async def write_progress(progress: dict[str, Any]) -> None:
         async with lock:
             activity_progress(activity, progress)
-            event = ("tool.progress", claim.turn_id, {"tool_call_id": call.id, "progress": progress})
-            await writer.record([event, _activity_event(claim, activity)], (activity,))
+            reported = tool_progress(claim.turn_id, tool_call_id=call.id, progress=activity.progress)
+            await writer.record([reported, *_activity_event(claim, activity)], (activity,))
 
+    async def on_running() -> None:
+        async with lock:
+            activity_running(activity)
+            await writer.record(_activity_event(claim, activity), (activity,))
+
+    progress = ProgressCoalescer(write_progress)
     tool = tool_get(call.name) if call.name in offered else None
-    status, output = "failed", {"error": "unknown_tool", "message": f"There is no tool named {call.name[:80]!r}."}
-    if tool is not None:
-        context = ToolContext(claim.conversation_id, claim.turn_id, call.id, cancelled, report_progress)
-        task = asyncio.ensure_future(tool.run(context, call.input))
-        cancel_wait = asyncio.ensure_future(cancelled.wait())
-        done, _ = await asyncio.wait({task, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
-        cancel_wait.cancel()
-        if task in done:
-            status, output = _result(task, call.name)
-        else:
-            task.cancel()
-            status, output = "cancelled", {"error": "cancelled", "message": "The owner stopped this turn."}
+    if tool is None:
+        result = failed_call(ActivityStatus.FAILED, "unknown_tool", f"There is no tool named {call.name[:80]!r}.")
+    else:
+        context = ToolContext(
+            conversation_id=claim.conversation_id,
+            turn_id=claim.turn_id,
+            tool_call_id=call.id,
+            cancelled=cancelled,
+            report_progress=progress.report,
+            provider_key=turn_tools.provider_key,
+        )
+        result = await tool_call_execute(
+            tool,
+            context,
+            call.input,
+            availability=turn_tools.availability,
+            watch=turn_tools.watch,
+            on_running=on_running,
+        )
+    latest = await progress.close()
+    await _record_result(claim, writer, call, activity, result, latest, lock)
+
+
+async def _record_result(
+    claim: Claim,
+    writer: TranscriptWriter,
+    call: ToolCall,
+    activity: Activity,
+    result: CallResult,
+    latest_progress: dict[str, Any] | None,
+    lock: asyncio.Lock,
+) -> None:
     async with lock:
         for part in writer.parts:
             if part["type"] == "tool" and part["tool_call_id"] == call.id:
-                part["output"] = output
-                part["status"] = status
-        activity_finish(activity, status=status, output=output)
-        finished = {"tool_call_id": call.id, "name": call.name, "status": status, "output": output}
-        await writer.record([("tool.finished", claim.turn_id, finished), _activity_event(claim, activity)], (activity,))
+                part["output"] = result.output
+                part["status"] = result.status
+        if latest_progress is not None:
+            activity_progress(activity, latest_progress)
+        activity_finish(activity, status=result.status, output=result.output, message=result.message)
+        finished = tool_finished(
+            claim.turn_id, tool_call_id=call.id, name=call.name, status=result.status, output=result.output
+        )
+        events = [finished, *_activity_event(claim, activity)]
+        await writer.record(events, (activity,))
 
 
-def _result(task: asyncio.Future[Any], name: str) -> tuple[str, Any]:
-    try:
-        return "succeeded", task.result()
-    except ToolFailed as failure:
-        return "failed", {"error": "tool_failed", "message": failure.message}
-    except Exception:
-        logger.exception("tool %s raised", name)
-        return "failed", {"error": "tool_failed", "message": "The tool failed unexpectedly."}
+class ProgressCoalescer:
+    """A call's progress reports, written at most four times a second.
+
+    The first report is written at once; a report that comes sooner than PROGRESS_INTERVAL
+    after the last write waits for it, replaced by any newer one. What is still waiting
+    when the call ends goes out with the call's final update (`close`). Reports after
+    that are ignored: the call's outcome is decided.
+    """
+
+    def __init__(self, write: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        self._write = write
+        self._last_write: float | None = None
+        self._waiting: dict[str, Any] | None = None
+        self._timer: asyncio.Task[None] | None = None
+        self._writing: asyncio.Future[None] | None = None
+        self._closed = False
+
+    async def report(self, progress: dict[str, Any]) -> None:
+        if self._closed or not isinstance(progress, dict):
+            return
+        now = time.monotonic()
+        if self._last_write is None or now - self._last_write >= PROGRESS_INTERVAL:
+            if self._timer is not None and not self._timer.done():
+                self._waiting = progress  # the timer writes it, in order
+                return
+            self._waiting = None
+            await self._write_now(progress)
+            return
+        self._waiting = progress
+        if self._timer is None or self._timer.done():
+            self._timer = asyncio.get_running_loop().create_task(self._write_later())
+
+    async def _write_now(self, progress: dict[str, Any]) -> None:
+        self._last_write = time.monotonic()
+        self._writing = asyncio.ensure_future(self._write(progress))
+        try:
+            await asyncio.shield(self._writing)
+        finally:
+            self._writing = None
+
+    async def _write_later(self) -> None:
+        assert self._last_write is not None
+        await asyncio.sleep(max(0.0, self._last_write + PROGRESS_INTERVAL - time.monotonic()))
+        if self._closed or self._waiting is None:
+            return
+        progress, self._waiting = self._waiting, None
+        await self._write_now(progress)
+
+    async def close(self) -> dict[str, Any] | None:
+        """Stop writing; return the latest report not written yet (for the final update)."""
+        self._closed = True
+        if self._writing is not None:
+            with suppress(Exception):
+                await asyncio.shield(self._writing)  # a write under way completes first
+        if self._timer is not None and not self._timer.done():
+            self._timer.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await self._timer
+        waiting, self._waiting = self._waiting, None
+        return waiting
+
+
+def rerun_calls_of(parts: list[dict[str, Any]]) -> list[ToolCall]:
+    """The tool calls in an answer's parts that still await their output (recovery runs them)."""
+    return [
+        ToolCall(part["tool_call_id"], part["name"], part.get("input") or {})
+        for part in parts
+        if part["type"] == "tool" and part.get("output") is None
+    ]

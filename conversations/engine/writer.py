@@ -15,11 +15,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from conversations.engine.batcher import StreamWrite, write_batcher
-from conversations.engine.database import db
-from conversations.eventlog import NewEvent, events_publish
-from conversations.models import Turn
-from conversations.turns import Claim
-from flarebot.core.rows import rows_update
+from conversations.eventlog import events_publish
+from conversations.events import NewEvent, text_delta
+from conversations.turns import Claim, turn_progress_record, turn_step_record
+from flarebot.core.database import db
 from flarebot.core.text import json_text_safe
 from tools.activity import Activity
 
@@ -29,14 +28,6 @@ WINDOW_CHARS = 300
 
 class LeaseLost(Exception):
     """Another attempt owns this turn now (or it was deleted): stop without writing."""
-
-
-def _record_progress(*, claim: Claim) -> None:
-    rows_update(Turn, {"id": claim.turn_id, "lease_token": claim.lease_token}, {"attempts_without_progress": 0})
-
-
-def _record_step(*, claim: Claim, steps: int) -> None:
-    rows_update(Turn, {"id": claim.turn_id, "lease_token": claim.lease_token}, {"steps": steps})
 
 
 @dataclass
@@ -121,8 +112,8 @@ class TranscriptWriter:
                 last["text"] += text
             else:
                 self.parts.append({"type": "text", "text": text, "step": step})
-        data = {"message_id": str(self.message_id)}
-        await self._write([("text.delta", self.claim.turn_id, {"text": text, **data}) for _, text in pending])
+        turn_id, message_id = self.claim.turn_id, self.message_id
+        await self._write([text_delta(turn_id, message_id=message_id, text=text) for _, text in pending])
         self.sent_any = True
 
     async def record(self, events: list[NewEvent], activities: tuple[Activity, ...] = ()) -> None:
@@ -152,11 +143,11 @@ class TranscriptWriter:
             self.progressed = True
             # After the output is out: a crash in between counts one attempt too many.
             if self.reset_stalls:
-                await db(_record_progress)(claim=claim)
+                await db(turn_progress_record)(claim=claim)
 
     async def step_done(self, steps: int) -> None:
         await self.flush()
-        await db(_record_step)(claim=self.claim, steps=steps)
+        await db(turn_step_record)(claim=self.claim, steps=steps)
 
     async def close(self) -> None:
         """Stop the background writer without writing (the attempt is over)."""

@@ -147,6 +147,21 @@ def insert_from_sql(
     return f"{plan.into} SELECT {', '.join(expressions)} FROM {source}", params, values  # noqa: S608
 
 
+def insert_select_sql(model: type[models.Model], expressions: Mapping[str, str], source: str) -> str:
+    """An `INSERT ... SELECT` whose every column is an SQL expression over `source`.
+
+    `expressions` must name every concrete field of the model (by attribute name), so a
+    field added to the model later fails here, loudly, instead of silently taking its
+    column default on this path.
+    """
+    plan = _insert_plan(model)
+    names = [field.attname for field in plan.fields]
+    missing, unknown = set(names) - set(expressions), set(expressions) - set(names)
+    if missing or unknown:
+        raise ValueError(f"{model.__name__}: no expression for {sorted(missing)}; unknown {sorted(unknown)}")
+    return f"{plan.into} SELECT {', '.join(expressions[name] for name in names)} FROM {source}"  # noqa: S608
+
+
 def _completed(plan: _InsertPlan, row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     values = dict(row)
     for name in plan.stamped:

@@ -108,10 +108,13 @@ async def test_it_retries_an_answer_that_stalls_after_its_first_chunk(anthropic,
         "turn.queued",
         "turn.started",
         "text.delta",
+        "turn.started",
         "message.replaced",
         "text.delta",
         "turn.completed",
     ]
+    started = [e.data for e in await events(conversation_id) if e.kind == "turn.started"]
+    assert started == [{"attempt": 1}, {"attempt": 2}]
     replaced = [e.data for e in await events(conversation_id) if e.kind == "message.replaced"]
     assert replaced == [{"parts": []}]
     assert turn.attempts == 2
@@ -126,7 +129,9 @@ async def test_it_fails_a_turn_whose_model_stalls_three_times_in_a_row(anthropic
     assert (turn.status, turn.error_code, turn.error_message) == ("failed", STALLED["code"], STALLED["message"])
     assert len(fake_providers.requests) == 3
     rows = await events(conversation_id)
-    assert [e.kind for e in rows] == ["turn.queued", "turn.started", "turn.failed"]
+    # Each attempt is announced; the third one's stall ends the turn.
+    assert [e.kind for e in rows] == ["turn.queued", "turn.started", "turn.started", "turn.started", "turn.failed"]
+    assert [e.data for e in rows[1:4]] == [{"attempt": 1}, {"attempt": 2}, {"attempt": 3}]
     assert rows[-1].data == STALLED
     assert await assistant_text(turn.id) == ""
 

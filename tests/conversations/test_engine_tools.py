@@ -42,9 +42,9 @@ from tests.support.engine import (
 )
 from tests.support.fake_providers import Call, Text
 from tests.support.resources import free_port
-from tools.activity import activity_begin, activity_store
+from tools.activity import activity_begin, activity_running, activity_store
 from tools.models import ToolActivity
-from tools.registry import Tool, ToolContext, ToolFailed, tool_register, tool_unregister
+from tools.registry import Effect, Tool, ToolContext, ToolFailed, tool_register, tool_unregister
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,7 +58,8 @@ RENDEZVOUS_SCHEMA = {
     "properties": {"me": {"type": "string"}, "other": {"type": "string"}},
     "required": ["me", "other"],
 }
-TOOL_NAMES = ["long_job", "read_page", "rendezvous", "weather_forecast"]
+EMPTY_SCHEMA = {"type": "object", "properties": {}}
+TOOL_NAMES = ["long_job", "read_page", "rendezvous", "send_postcard", "weather_forecast"]
 INTERRUPTED = {"error": "interrupted", "message": "The tool call was interrupted; its outcome is unknown."}
 
 
@@ -104,18 +105,25 @@ def bench() -> Iterator[ToolBench]:
             raise
         return {"done": True}
 
+    async def send_postcard(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        bench.calls.append((context, data))
+        return {"sent_to": data["city"]}
+
     tools = [
-        Tool("long_job", "A job that takes a while.", {"type": "object", "properties": {}}, long_job),
+        Tool("long_job", "A job that takes a while.", EMPTY_SCHEMA, long_job, deadline=30, effect=Effect.EFFECT),
         Tool(
             "weather_forecast",
             "Tomorrow's weather in a city.",
             FORECAST_SCHEMA,
             forecast,
+            deadline=10,
+            effect=Effect.READ,
             label="Forecast",
             summarize=lambda result: f"{result['city']}: {result['forecast']}",
         ),
-        Tool("rendezvous", "Meet another call.", RENDEZVOUS_SCHEMA, rendezvous),
-        Tool("read_page", "Read a web page.", {"type": "object", "properties": {}}, read_page),
+        Tool("rendezvous", "Meet another call.", RENDEZVOUS_SCHEMA, rendezvous, deadline=10, effect=Effect.READ),
+        Tool("read_page", "Read a web page.", EMPTY_SCHEMA, read_page, deadline=10, effect=Effect.READ),
+        Tool("send_postcard", "Send a postcard.", FORECAST_SCHEMA, send_postcard, deadline=10, effect=Effect.EFFECT),
     ]
     for tool in tools:
         tool_register(tool)
@@ -190,20 +198,23 @@ async def test_it_runs_a_tool_and_sends_its_result_back_to_the_model(provider, b
         "text.delta",
         "tool.started",
         "activity.updated",
+        "activity.updated",
         "tool.finished",
         "activity.updated",
         "text.delta",
         "turn.completed",
     ]
     assert rows[3].data == {"tool_call_id": "call_wx1", "name": "weather_forecast", "input": {"city": "Porto"}}
-    assert rows[5].data == {
+    assert rows[6].data == {
         "tool_call_id": "call_wx1",
         "name": "weather_forecast",
         "status": "succeeded",
         "output": output,
     }
-    started, finished = rows[4].data["activity"], rows[6].data["activity"]
+    pending, started, finished = (rows[i].data["activity"] for i in (4, 5, 7))
+    assert (pending["status"], pending["started_at"], pending["execution_count"]) == ("pending", None, 0)
     assert (started["status"], started["finished_at"], started["duration_ms"]) == ("running", None, None)
+    assert started["execution_count"] == 1
     assert (finished["status"], finished["tool_call_id"], finished["label"]) == ("succeeded", "call_wx1", "Forecast")
     assert finished["summary"] == "Porto: sunny, 24 °C"
     assert finished["id"] == started["id"]
@@ -301,25 +312,18 @@ async def test_it_stops_a_model_that_keeps_calling_tools_after_8_steps(provider,
     assert set(tool_results_sent(provider, fake_providers.requests[7].body)) == {f"call_{i}" for i in range(7)}
 
 
-async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, bench, fake_providers, cancels):
-    conversation_id = await new_conversation()
-    turn = await submit(conversation_id, "Weather in Faro?")
+async def crash_during_call(conversation_id, text: str, name: str, data: dict[str, Any]) -> Turn:
+    """Leave behind what a worker killed while a tool call ran leaves: a tool part without output,
+    its running activity, and a lease that ran out."""
+    turn = await submit(conversation_id, text)
     claim = await orm(turn_claim)(turn_id=turn.id)
     assert claim is not None
     crashed_parts = [
         {"type": "text", "text": "Checking.", "step": 0},
-        {
-            "type": "tool",
-            "tool_call_id": "call_lost",
-            "name": "weather_forecast",
-            "input": {"city": "Faro"},
-            "output": None,
-            "step": 0,
-        },
+        {"type": "tool", "tool_call_id": "call_lost", "name": name, "input": data, "output": None, "step": 0},
     ]
 
     def crash() -> None:
-        # What a worker killed while the tool ran leaves behind.
         Message.objects.create(
             conversation_id=conversation_id,
             turn_id=turn.id,
@@ -328,18 +332,23 @@ async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, 
             parts=crashed_parts,
         )
         with transaction.atomic():
-            lost = activity_begin(
-                conversation_id=conversation_id, turn_id=turn.id, tool_call_id="call_lost", name="weather_forecast"
-            )
+            lost = activity_begin(conversation_id=conversation_id, turn_id=turn.id, tool_call_id="call_lost", name=name)
+            activity_running(lost)
             activity_store(lost)
             events_append(
                 conversation_id=conversation_id,
-                events=[("tool.started", turn.id, {"tool_call_id": "call_lost", "name": "weather_forecast"})],
+                events=[("tool.started", turn.id, {"tool_call_id": "call_lost", "name": name})],
             )
         Turn.objects.filter(id=turn.id).update(steps=1, lease_expires_at=timezone.now() - timedelta(seconds=1))
 
     await orm(crash)()
-    fake_providers.script([Text("I could not confirm the forecast for Faro.")])
+    return turn
+
+
+async def test_it_never_runs_an_effect_call_cut_off_by_a_crash_again(provider, bench, fake_providers, cancels):
+    conversation_id = await new_conversation()
+    turn = await crash_during_call(conversation_id, "Send a postcard to Faro.", "send_postcard", {"city": "Faro"})
+    fake_providers.script([Text("I could not confirm the postcard to Faro was sent.")])
 
     await run(turn.id, cancels)
 
@@ -350,12 +359,12 @@ async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, 
     assert contract(parts[1]) == {
         "type": "tool",
         "tool_call_id": "call_lost",
-        "name": "weather_forecast",
+        "name": "send_postcard",
         "input": {"city": "Faro"},
         "output": INTERRUPTED,
         "status": "interrupted",
     }
-    assert text_of(parts) == "Checking.I could not confirm the forecast for Faro."
+    assert text_of(parts) == "Checking.I could not confirm the postcard to Faro was sent."
     [request] = fake_providers.requests
     assert tool_results_sent(provider, request.body) == {"call_lost": INTERRUPTED}
     rows = await events(conversation_id)
@@ -376,10 +385,35 @@ async def test_it_marks_a_tool_call_cut_off_by_a_crash_as_interrupted(provider, 
     # A client that showed the call as running learns how it ended.
     assert rows[4].data == {
         "tool_call_id": "call_lost",
-        "name": "weather_forecast",
+        "name": "send_postcard",
         "status": "interrupted",
         "output": INTERRUPTED,
     }
+
+
+async def test_it_runs_a_read_call_cut_off_by_a_crash_again_on_the_same_card(provider, bench, fake_providers, cancels):
+    conversation_id = await new_conversation()
+    turn = await crash_during_call(conversation_id, "Weather in Faro?", "weather_forecast", {"city": "Faro"})
+    before = await orm(lambda: ToolActivity.objects.get(turn_id=turn.id))()
+    fake_providers.script([Text(" Sunny in Faro.")])
+
+    await run(turn.id, cancels)
+
+    assert (await turn_get(turn.id)).status == "completed"
+    [(context, data)] = bench.calls
+    assert (data, context.tool_call_id) == ({"city": "Faro"}, "call_lost")
+    output = {"city": "Faro", "forecast": "sunny, 24 °C"}
+    parts = await assistant_parts(turn.id)
+    assert (parts[1]["status"], parts[1]["output"]) == ("succeeded", output)
+    assert text_of(parts) == "Checking. Sunny in Faro."
+    [request] = fake_providers.requests
+    assert tool_results_sent(provider, request.body) == {"call_lost": output}
+    after = await orm(lambda: ToolActivity.objects.get(turn_id=turn.id))()
+    assert (after.id, after.status, after.execution_count) == (before.id, "succeeded", 2)
+    assert (after.created_at, after.started_at) == (before.created_at, before.started_at)
+    cards = [e.data["activity"] for e in await events(conversation_id) if e.kind == "activity.updated"]
+    assert [c["status"] for c in cards] == ["interrupted", "pending", "running", "succeeded"]
+    assert {c["id"] for c in cards} == {str(before.id)}
 
 
 async def test_it_cancels_a_running_tool_within_a_second(anthropic, bench, fake_providers, cancels):

@@ -16,11 +16,12 @@ from tools.activity import (
     activity_begin,
     activity_finish,
     activity_progress,
+    activity_running,
     activity_store,
     safe_text,
 )
 from tools.models import ToolActivity
-from tools.registry import Tool, tool_register, tool_unregister
+from tools.registry import Effect, Tool, tool_register, tool_unregister
 
 pytestmark = pytest.mark.django_db
 
@@ -45,6 +46,8 @@ def secret_tool():
             "Fetch a page.",
             {"type": "object"},
             run,
+            deadline=10,
+            effect=Effect.READ,
             label="Reading a page",
             summarize=lambda result: f"Read {result['chars']} characters",
         )
@@ -74,7 +77,7 @@ def test_it_labels_an_unknown_tool_generically_and_never_shows_its_name(conversa
     activity = activity_begin(
         conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="<script>steal()</script>"
     )
-    assert (activity.label, activity.kind, activity.status) == (UNKNOWN_TOOL_LABEL, "unknown", "running")
+    assert (activity.label, activity.kind, activity.status) == (UNKNOWN_TOOL_LABEL, "unknown", "pending")
 
 
 def test_it_shows_only_what_the_descriptor_summarizes(conversation, secret_tool):
@@ -84,6 +87,7 @@ def test_it_shows_only_what_the_descriptor_summarizes(conversation, secret_tool)
     activity_progress(activity, {"message": "Loading\nhttps://x.test/?token=s3cr3t", "done": 1, "total": True})
     assert activity.progress == {"message": "Loading https://x.test/?token=s3cr3t", "done": 1, "total": None}
 
+    activity_running(activity)
     activity_finish(activity, status="succeeded", output={"chars": 1200, "text": "private page text"})
 
     card = activity.as_json()
