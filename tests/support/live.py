@@ -59,7 +59,8 @@ class LiveStack:
         return "\n".join(self.stack.log_text(name) for name in ("web", "worker", "beat"))
 
 
-def _database_url() -> str:
+def database_url() -> str:
+    """This run's test database as a URL, for processes the tests start."""
     db = connection.settings_dict
     if db["ENGINE"] == "django.db.backends.sqlite3":
         return f"sqlite:///{db['NAME']}"
@@ -72,7 +73,7 @@ def start_live_stack() -> LiveStack:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "flarebot.settings",
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the browser tests' allowance stays theirs
