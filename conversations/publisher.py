@@ -1,9 +1,9 @@
 """Publishing frames to conversation groups, many at once in one Redis round trip.
 
 Channels' Redis pub/sub layer sends each `group_send` alone, one after the other behind a
-lock per connection: with dozens of turns streaming on one event loop, publishes queued
-up behind each other's round trips (measured at 100 streams: half a second from a stored
-delta to the socket). Here every publish that arrives while one is in flight joins the
+lock per connection: with dozens of turns streaming on one event loop, publishes queue up
+behind each other's round trips, and a stored delta waits for all of them before it
+reaches its socket. Here every publish that arrives while one is in flight joins the
 next pipeline; order is kept, so each conversation's frames still arrive in sequence.
 Messages are the layer's own (same channel names and serializer), so consumers see no
 difference. With another layer, each message goes through its plain `group_send`.

@@ -2,8 +2,7 @@
 
 Celery stays the durable path: every submitted turn is also a `turn_run` task. But a
 burst of tasks reaches the engine slowly, because Celery's consumer thread receives them
-one by one while competing for the interpreter lock with the streaming turns (20 at once
-were spread over about 260 ms here). The doorbell is a Redis list the engine loop itself
+one by one while competing for the interpreter lock with the streaming turns. The doorbell is a Redis list the engine loop itself
 pops in batches; whichever of the two reaches a turn first claims it, and the other finds
 the lease taken (the claim is a locked conditional update, so a turn never runs twice at
 once). A lost ring costs nothing but speed.
@@ -11,9 +10,8 @@ once). A lost ring costs nothing but speed.
 The Celery task itself goes out a moment later (`durable_send_later`), and only for a turn
 that no live attempt holds then: a turn the doorbell started needs no task (were its worker
 to die, its lease would expire and reconciliation would requeue it, as for any running turn),
-and a burst of task deliveries in the workers cost every stream there about 100 ms of
-delay (measured here, 20 streams). If this process dies in that moment, reconciliation
-requeues the queued turn within its 30 s budget.
+and a burst of task deliveries in the workers delays every stream there. If this process
+dies in that moment, reconciliation requeues the queued turn.
 """
 
 from __future__ import annotations

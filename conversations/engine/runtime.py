@@ -2,7 +2,7 @@
 
 Celery's thread-pool task slots hand turns to this loop and wait for them, so dozens of
 turns stream concurrently on one loop with shared SDK clients and channel-layer
-connections (measured here: about twice as fast to first delta as a thread per turn).
+connections, instead of a thread (and a client) per turn.
 The loop also answers the turn doorbell (`doorbell.py`), which usually starts a turn
 before its Celery task arrives; that task then waits for the running turn.
 """
@@ -28,9 +28,9 @@ from flarebot.core.database import connect_database_threads
 
 T = TypeVar("T")
 
-# Each database round trip hands the interpreter lock back and forth with the loop; with
-# eight threads doing so at once, a turn's start (3 ms of CPU, eleven round trips) took
-# about 100 ms of wall time in a burst (measured here). Four halved that.
+# Each database round trip hands the interpreter lock back and forth with the loop; the
+# more threads do so at once, the longer a burst of turn starts takes in wall time, while
+# too few make starts queue. Four is where the stream benchmark was fastest.
 DATABASE_THREADS = 4
 
 
@@ -38,7 +38,7 @@ class EngineRuntime:
     def __init__(self) -> None:
         # The Celery consumer thread, the engine loop and its database threads share one
         # interpreter lock; a shorter switch interval keeps task receipt and the loop
-        # responsive while the others work (the default 5 ms queued bursts of turns).
+        # responsive while the others work (with the default interval, bursts of turns queued).
         sys.setswitchinterval(0.001)
         self.loop = asyncio.new_event_loop()
         # Database calls of the turns run here, off the loop.

@@ -1,10 +1,10 @@
 """SDK clients, created once per process (and event loop) and reused for every turn.
 
-A client per turn costs a TLS handshake and connection pool each time; measured here it
-doubled the time to first delta. They speak HTTP through aiohttp (the SDKs' `aiohttp`
-extra): reading a stream cost about a quarter less CPU per chunk than the default httpx
-transport (measured here). Clients are keyed by a fingerprint of the key, so a
-replaced key gets a new client; the key itself stays inside the SDK object.
+A client per turn would pay a TLS handshake and a new connection pool before every first
+delta. They speak HTTP through aiohttp (the SDKs' `aiohttp` extra), which reads a stream
+with less CPU per chunk than the default httpx transport (the README's benchmark section
+has the figures). Clients are keyed by a fingerprint of the key, so a replaced key gets
+a new client; the key itself stays inside the SDK object.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Garbage-collector settings for the long-running processes (daphne and the workers).
 
 A started process holds a few hundred thousand objects (Django, the SDKs, their models)
-that live as long as it does. Python's cyclic collector walked all of them in every full
-collection: measured here, 65-95 ms pauses of the whole process, which landed in the
-middle of a burst of turns (the first one after start paid most). Freezing the objects
+that live as long as it does. Python's cyclic collector walks all of them in every full
+collection, a pause of the whole process that lands in the middle of a burst of turns
+(the first one after start pays most). Freezing the objects
 that exist once the process is ready takes them out of every later collection, and a
 larger young generation makes collections rarer while turns stream.
 """

@@ -1,9 +1,8 @@
 """Plain SQL for the few statements on the streaming hot path.
 
 Submitting a message, starting a turn and storing a streamed window run thousands of
-times a minute under load, and building the same ORM query each time cost several times
-the CPU the database spent on it (measured here, client CPU: a submit went from 5.4 to
-0.8 ms, a turn's start from 9.4 to 1.7 ms, with fewer statements). These helpers keep
+times a minute under load, and building the same ORM query each time costs several times
+the CPU the database spends on it. These helpers keep
 such statements readable and portable (PostgreSQL and SQLite): names come from the
 models, values are converted by the models' own fields, and the statements stay in the
 services that own the rules. Everything else uses the ORM.

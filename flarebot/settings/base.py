@@ -163,8 +163,8 @@ WHITENOISE_AUTOREFRESH = False
 REDIS_URL = CONFIG.redis_url
 CHANNEL_LAYERS = {
     "default": {
-        # Pub/sub delivers group messages without per-channel polling; measured faster and
-        # steadier under many concurrent streams (see the project's notes).
+        # Pub/sub delivers group messages without per-channel polling, which keeps many
+        # concurrent streams steady (the README's benchmark section).
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL], "prefix": "flarebot"},
     }
