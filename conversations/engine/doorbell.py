@@ -2,10 +2,10 @@
 
 Celery stays the durable path: every submitted turn is also a `turn_run` task. But a
 burst of tasks reaches the engine slowly, because Celery's consumer thread receives them
-one by one while competing for the interpreter lock with the streaming turns. The doorbell is a Redis list the engine loop itself
-pops in batches; whichever of the two reaches a turn first claims it, and the other finds
-the lease taken (the claim is a locked conditional update, so a turn never runs twice at
-once). A lost ring costs nothing but speed.
+one by one while competing for the interpreter lock with the streaming turns. The
+doorbell is a Redis list the engine loop itself pops in batches; whichever of the two
+reaches a turn first claims it, and the other finds the lease taken (the claim is a
+conditional update, so a turn never runs twice at once). A lost ring costs nothing but speed.
 
 The Celery task itself goes out a moment later (`durable_send_later`), and only for a turn
 that no live attempt holds then: a turn the doorbell started needs no task (were its worker
@@ -68,6 +68,10 @@ def doorbell_ring(turn_id: uuid.UUID) -> None:
 DURABLE_DELAY_SECONDS = 2.0
 
 SEND_BATCH = 100
+# A task no worker took within this time is dropped: while the turn is still unheld,
+# reconciliation (every few seconds) sends it again, so tasks do not pile up while no
+# worker runs.
+TASK_EXPIRES_SECONDS = 300
 _backlog: queue.SimpleQueue[tuple[float, uuid.UUID]] = queue.SimpleQueue()
 _sender: threading.Thread | None = None
 _sender_lock = threading.Lock()
@@ -101,7 +105,7 @@ def _send_due() -> None:
             batch.append(queued[1])
         for turn_id in _not_started(batch):
             try:
-                current_app.send_task("conversations.jobs.turn_run", args=[str(turn_id)])
+                current_app.send_task("conversations.jobs.turn_run", args=[str(turn_id)], expires=TASK_EXPIRES_SECONDS)
             except Exception:
                 logger.warning("could not enqueue turn %s; reconciliation requeues it", turn_id, exc_info=True)
 
