@@ -230,12 +230,14 @@ class ProgressCoalescer:
             self._writing = None
 
     async def _write_later(self) -> None:
-        assert self._last_write is not None
-        await asyncio.sleep(max(0.0, self._last_write + PROGRESS_INTERVAL - time.monotonic()))
-        if self._closed or self._waiting is None:
-            return
-        progress, self._waiting = self._waiting, None
-        await self._write_now(progress)
+        # Until nothing waits: a report that came while this wrote is written in turn.
+        while not self._closed and self._waiting is not None:
+            assert self._last_write is not None
+            await asyncio.sleep(max(0.0, self._last_write + PROGRESS_INTERVAL - time.monotonic()))
+            if self._closed or self._waiting is None:
+                return
+            progress, self._waiting = self._waiting, None
+            await self._write_now(progress)
 
     async def close(self) -> dict[str, Any] | None:
         """Stop writing; return the latest report not written yet (for the final update)."""
