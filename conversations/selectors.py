@@ -18,6 +18,11 @@ def conversation_list() -> QuerySet[Conversation]:
     return Conversation.objects.filter(state=ConversationState.ACTIVE).order_by("-updated_at", "id")
 
 
+def conversation_is_active(*, conversation_id: uuid.UUID) -> bool:
+    """Return whether the conversation exists and is not being deleted (inside the caller's transaction)."""
+    return Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists()
+
+
 def conversation_get_active(*, conversation_id: uuid.UUID) -> Conversation | None:
     """Return the conversation if it exists and is not being deleted."""
     return Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).first()

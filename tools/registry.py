@@ -60,6 +60,10 @@ class ToolContext:
     report_progress: Callable[[dict[str, Any]], Awaitable[None]]
     # The owner's key of a provider ("openai", "anthropic"), or None when none is stored.
     provider_key: Callable[[str], Awaitable[Secret | None]] = field(repr=False)
+    # Whether the call's conversation is still active (not being deleted). Synchronous: a
+    # tool that writes calls it inside its own transaction, on its database thread, right
+    # before the write, together with `cancelled.is_set()`.
+    conversation_live: Callable[[], bool] = field(repr=False)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,14 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from conversations.engine.writer import TranscriptWriter
 from conversations.events import NewEvent, activity_events, tool_finished, tool_progress, tool_started
 from conversations.model_settings import provider_key_read
 from conversations.providers.base import ToolCall
+from conversations.selectors import conversation_is_active
 from conversations.turns import Claim
 from flarebot.core.crypto import Secret
 from flarebot.core.database import db
@@ -152,6 +154,7 @@ async def _run_one(
             cancelled=cancelled,
             report_progress=progress.report,
             provider_key=turn_tools.provider_key,
+            conversation_live=partial(conversation_is_active, conversation_id=claim.conversation_id),
         )
         result = await tool_call_execute(
             tool,

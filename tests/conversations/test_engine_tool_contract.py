@@ -23,6 +23,7 @@ from conversations.models import Conversation, Turn
 from conversations.services import conversation_delete, conversation_teardown
 from conversations.turns import LEASE, turn_claim
 from flarebot.core.crypto import Secret
+from flarebot.core.database import db
 from tests.support.engine import (
     OPENAI_KEY,
     ask,
@@ -516,3 +517,28 @@ async def test_it_leaves_a_newer_turns_activities_alone_when_an_older_turn_ends(
     assert await orm(turn_finish)(turn_id=older.id, lease_token=claim.lease_token, status="failed", code="x")
     statuses = await orm(lambda: dict(ToolActivity.objects.values_list("turn_id", "status")))()
     assert statuses == {older.id: "interrupted", newer.id: "running"}
+
+
+async def test_it_tells_a_tool_whether_its_conversation_is_still_live(anthropic, register, fake_providers, cancels):
+    seen: list[bool] = []
+    arrived, deleted = asyncio.Event(), asyncio.Event()
+
+    async def write(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        seen.append(await db(context.conversation_live)())
+        arrived.set()
+        await deleted.wait()
+        seen.append(await db(context.conversation_live)())
+        return {}
+
+    register(tool("write", write, effect=Effect.EFFECT))
+    fake_providers.script([Call("c1", "write", {})], [Text("Done.")])
+    conversation_id = await new_conversation()
+    turn = await submit(conversation_id, "Write it down.")
+    running = asyncio.ensure_future(run(turn.id, cancels))
+    await asyncio.wait_for(arrived.wait(), 10)
+
+    await orm(conversation_delete)(conversation_id=conversation_id)
+    deleted.set()
+    await asyncio.wait_for(running, 10)
+
+    assert seen == [True, False]
