@@ -12,7 +12,7 @@ ICO_MAGIC = b"\x00\x00\x01\x00"
 
 def fetched(client: Client, path: str) -> tuple[int, str, str, bytes]:
     response = client.get(path)
-    body = b"".join(response.streaming_content) if response.streaming else response.content
+    body = response.getvalue()
     return response.status_code, response["Content-Type"], response.get("Cache-Control", ""), body
 
 

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import FloatRect, Locator, Page, expect
 
 from tests.e2e import chat_support
 from tests.e2e.chat_support import conversations, last_answer, open_conversation, send, sidebar_names
@@ -47,13 +47,13 @@ def show_sidebar(page: Page, width: int) -> Locator:
     return sidebar
 
 
-def box(locator: Locator) -> dict[str, float]:
+def box(locator: Locator) -> FloatRect:
     found = locator.bounding_box()
     assert found is not None, f"{locator} is not rendered"
     return found
 
 
-def assert_inside(inner: Locator, outer: dict[str, float], what: str) -> None:
+def assert_inside(inner: Locator, outer: FloatRect, what: str) -> None:
     b = box(inner)
     assert b["width"] > 0, what
     assert b["x"] >= outer["x"] - 0.5, (what, b, outer)
