@@ -14,9 +14,12 @@ class ConversationState(models.TextChoices):
 
 
 class Conversation(BaseModel):
-    """One conversation. `updated_at` tracks its display metadata, not message activity."""
+    """One conversation. `updated_at` is its latest message (or its creation): a rename leaves it."""
 
     name = models.CharField(max_length=120)
+    # The owner chose the name (at creation or by renaming); otherwise the first message
+    # titles the conversation (conversations.titles).
+    name_is_custom = models.BooleanField(default=False)
     # Counters bumped with F() updates (which leave updated_at alone): the event log's
     # high-water mark and the ordinal of the latest turn.
     last_sequence = models.PositiveBigIntegerField(default=0)

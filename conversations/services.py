@@ -19,6 +19,7 @@ from django.utils import timezone
 from conversations.events import ConversationDeleted, conversation_group
 from conversations.models import Conversation, ConversationState
 from conversations.signals import conversation_torn_down
+from conversations.titles import DEFAULT_NAME
 from conversations.turns import turns_stop_for_deletion, turns_wait_stopped
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.text import has_control_characters, utf16_length
@@ -28,7 +29,6 @@ from tools.services import tools_release_conversation
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_NAME = "New conversation"
 NAME_MAX_UTF16 = 120
 # How long a teardown waits for the conversation's running turns to stop their tool calls.
 TURNS_STOP_TIMEOUT = GRACE + 5.0
@@ -48,23 +48,25 @@ def conversation_name_clean(raw: str) -> str:
 
 
 def conversation_create(*, name: str | None = None) -> Conversation:
-    """Create a conversation, named `New conversation` unless a name is given."""
-    cleaned = DEFAULT_NAME if name is None else conversation_name_clean(name)
-    return Conversation.objects.create(name=cleaned)
+    """Create a conversation with the owner's name, or untitled until its first message."""
+    if name is None:
+        return Conversation.objects.create(name=DEFAULT_NAME, name_is_custom=False)
+    return Conversation.objects.create(name=conversation_name_clean(name), name_is_custom=True)
 
 
 def conversation_rename(*, conversation_id: uuid.UUID, name: str) -> Conversation:
-    """Rename an active conversation; an unknown or deleted one is NotFound."""
+    """Give an active conversation the owner's name; an unknown or deleted one is NotFound.
+
+    Its place in the list stays: `updated_at` moves with messages, not with names.
+    """
     cleaned = conversation_name_clean(name)
     with transaction.atomic():
-        conversation = (
-            Conversation.objects.select_for_update().filter(id=conversation_id, state=ConversationState.ACTIVE).first()
+        renamed = Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).update(
+            name=cleaned, name_is_custom=True
         )
-        if conversation is None:
+        if not renamed:
             raise NotFound("This conversation does not exist.", code="conversation_not_found")
-        conversation.name = cleaned
-        conversation.save(update_fields=["name", "updated_at"])
-    return conversation
+        return Conversation.objects.get(id=conversation_id)
 
 
 def conversation_delete(*, conversation_id: uuid.UUID) -> None:

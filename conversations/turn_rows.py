@@ -22,14 +22,18 @@ from conversations.models import Conversation, ConversationState, Event, Message
 from flarebot.core.rows import column, from_db, insert_from_sql, rows_insert, rows_update, table, to_db
 
 
-def conversation_reserve_turn(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> tuple[int, int] | None:
+def conversation_reserve_turn(
+    *, conversation_id: uuid.UUID, request_id: uuid.UUID, title: str, now: datetime
+) -> tuple[int, int] | None:
     """Take the next turn ordinal and one event sequence of an active conversation.
 
-    Returns (ordinal, sequence), or None when the conversation is not active or already
-    has a turn for this request. Locks the conversation row until commit.
+    The same statement moves the conversation to the top of the list (`updated_at` is
+    `now`) and, when this is its first turn and the owner never named it, names it
+    `title`. Returns (ordinal, sequence), or None when the conversation is not active or
+    already has a turn for this request. Locks the conversation row until commit.
     """
     with transaction.get_connection().cursor() as cursor:
-        cursor.execute(_reserve_sql(), _reserve_params(conversation_id, request_id))
+        cursor.execute(_reserve_sql(), _reserve_params(conversation_id, request_id, title, now))
         row = cursor.fetchone()
     return (int(row[0]), int(row[1])) if row else None
 
@@ -37,24 +41,38 @@ def conversation_reserve_turn(*, conversation_id: uuid.UUID, request_id: uuid.UU
 @cache
 def _reserve_sql() -> str:
     c, t = Conversation, Turn
+    ordinal, name = column(c, "last_turn_ordinal"), column(c, "name")
+    # SET expressions read the row as it was: an ordinal of 0 means no turn yet.
     return (
-        f"UPDATE {table(c)} SET {column(c, 'last_turn_ordinal')} = {column(c, 'last_turn_ordinal')} + 1,"  # noqa: S608
-        f" {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + 1"
+        f"UPDATE {table(c)} SET {ordinal} = {ordinal} + 1,"  # noqa: S608
+        f" {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + 1,"
+        f" {name} = CASE WHEN NOT {column(c, 'name_is_custom')} AND {ordinal} = 0 THEN %s ELSE {name} END,"
+        f" {column(c, 'updated_at')} = %s"
         f" WHERE {column(c, 'id')} = %s AND {column(c, 'state')} = %s AND NOT EXISTS ("
         f"SELECT 1 FROM {table(t)} WHERE {column(t, 'conversation')} = %s AND {column(t, 'request_id')} = %s)"
-        f" RETURNING {column(c, 'last_turn_ordinal')}, {column(c, 'last_sequence')}"
+        f" RETURNING {ordinal}, {column(c, 'last_sequence')}"
     )
 
 
-def _reserve_params(conversation_id: uuid.UUID, request_id: uuid.UUID) -> list[Any]:
-    conversation = to_db(Conversation, "id", conversation_id)
-    return [conversation, ConversationState.ACTIVE.value, conversation, to_db(Turn, "request_id", request_id)]
+def _reserve_params(conversation_id: uuid.UUID, request_id: uuid.UUID, title: str, now: datetime) -> list[Any]:
+    c = Conversation
+    conversation = to_db(c, "id", conversation_id)
+    return [
+        to_db(c, "name", title),
+        to_db(c, "updated_at", now),
+        conversation,
+        ConversationState.ACTIVE.value,
+        conversation,
+        to_db(Turn, "request_id", request_id),
+    ]
 
 
 def turn_submit_in_one(
     *,
     conversation_id: uuid.UUID,
     request_id: uuid.UUID,
+    title: str,
+    now: datetime,
     turn: dict[str, Any],
     message: dict[str, Any],
     event: dict[str, Any],
@@ -73,7 +91,8 @@ def turn_submit_in_one(
         f"WITH r(ordinal, sequence) AS ({_reserve_sql()}), t AS ({turn_sql}), m AS ({message_sql}),"  # noqa: S608
         f" e AS ({event_sql}) SELECT ordinal, sequence FROM r"
     )
-    params = [*_reserve_params(conversation_id, request_id), *turn_params, *message_params, *event_params]
+    reserve = _reserve_params(conversation_id, request_id, title, now)
+    params = [*reserve, *turn_params, *message_params, *event_params]
     with transaction.get_connection().cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()

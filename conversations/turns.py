@@ -33,6 +33,7 @@ from conversations.models import (
     Turn,
     TurnStatus,
 )
+from conversations.titles import conversation_title_from_text
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.rows import rows_insert, rows_update
 from flarebot.core.text import utf16_length
@@ -118,9 +119,14 @@ def turn_submit(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str)
 
 
 def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str) -> Submitted:
-    """Submit a turn and leave publishing turn.queued to the caller (a socket, on its own loop)."""
+    """Submit a turn and leave publishing turn.queued to the caller (a socket, on its own loop).
+
+    The conversation moves to the top of the list; its first turn titles it, unless the
+    owner named it (both in the statement that reserves the turn).
+    """
     user_text_clean(text)
     now = timezone.now()
+    title = conversation_title_from_text(text)
     turn = {"id": uuid.uuid4(), "conversation_id": conversation_id, "request_id": request_id}
     message = {
         "id": uuid.uuid4(),
@@ -137,10 +143,18 @@ def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID
         with transaction.atomic():
             if transaction.get_connection().vendor == "postgresql":
                 reserved = turn_rows.turn_submit_in_one(
-                    conversation_id=conversation_id, request_id=request_id, turn=turn, message=message, event=event
+                    conversation_id=conversation_id,
+                    request_id=request_id,
+                    title=title,
+                    now=now,
+                    turn=turn,
+                    message=message,
+                    event=event,
                 )
             else:
-                reserved = turn_rows.conversation_reserve_turn(conversation_id=conversation_id, request_id=request_id)
+                reserved = turn_rows.conversation_reserve_turn(
+                    conversation_id=conversation_id, request_id=request_id, title=title, now=now
+                )
                 if reserved is not None:
                     rows_insert(Turn, [{**turn, "ordinal": reserved[0]}])
                     rows_insert(Message, [{**message, "ordinal": 2 * reserved[0]}])

@@ -158,6 +158,9 @@ STATIC_URL = "/static/"
 STATIC_ROOT = CONFIG.data_dir / "static"  # only for an optional collectstatic
 STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
+# Files browsers ask for at the site's root (favicon.ico), served like /static/: before
+# any sign-in check, cached briefly.
+WHITENOISE_ROOT = BASE_DIR / "webroot"
 WHITENOISE_AUTOREFRESH = False
 
 REDIS_URL = CONFIG.redis_url

@@ -464,6 +464,8 @@ class ConversationView {
     pending.acked = true;
     pending.turnId = turnId;
     pending.turn = this.adopt(pending.turn, turnId);
+    // The message moved the conversation to the top and may have titled it (the server's rule).
+    scheduleConversationsRefresh();
   }
 
   /** Give an optimistic turn its id, unless that turn already arrived through an event. */
@@ -735,7 +737,16 @@ function scheduleConversationsRefresh() {
   refreshTimer = setTimeout(() => loadConversations().catch(reportError), 400);
 }
 
+/** Which control of which row has focus, so that re-rendering the list can put it back. */
+function sidebarFocus() {
+  const active = document.activeElement;
+  const row = active && ui.list.contains(active) ? active.closest("li") : null;
+  const control = row && ["conversation-link", "rename", "delete"].find((name) => active.classList.contains(name));
+  return control ? { id: row.dataset.conversationId, control } : null;
+}
+
 function renderSidebar() {
+  const focus = sidebarFocus();
   const items = state.conversations.map((conversation) => {
     if (state.editing === conversation.id) {
       // Keep the open rename field or delete question (and what was typed) as it is.
@@ -767,6 +778,10 @@ function renderSidebar() {
     return li;
   });
   ui.list.replaceChildren(...items);
+  if (focus && !ui.list.contains(document.activeElement)) {
+    const again = ui.list.querySelector(`li[data-conversation-id="${focus.id}"] .${focus.control}`);
+    if (again) again.focus({ preventScroll: true });
+  }
   ui.listEmpty.hidden = state.conversations.length > 0;
   ui.title.textContent = currentName();
   document.title = state.currentId ? `${currentName()} · Flarebot` : "Flarebot";
@@ -845,10 +860,19 @@ function deleteConfirm(conversation) {
   const confirm = button("Delete", "danger confirm-delete", async () => {
     confirm.disabled = true;
     state.deleting = conversation.id;
+    // Focus goes where the row was: the next one, else the one before, else New chat.
+    const ids = state.conversations.map((c) => c.id);
+    const at = ids.indexOf(conversation.id);
+    const neighbour = ids[at + 1] || ids[at - 1] || null;
+    const wasCurrent = state.currentId === conversation.id;
     try {
       await api(`/api/conversations/${conversation.id}/`, { method: "DELETE" });
       state.editing = null;
-      conversationGone(conversation.id, { quiet: true });
+      state.editMode = null;
+      setConversations(state.conversations.filter((c) => c.id !== conversation.id));
+      if (wasCurrent) select(neighbour, { push: false, keepSidebar: true });
+      const link = neighbour && ui.list.querySelector(`li[data-conversation-id="${neighbour}"] .conversation-link`);
+      (link || ui.newButton).focus();
       await loadConversations();
     } catch (error) {
       confirm.disabled = false;
@@ -857,26 +881,29 @@ function deleteConfirm(conversation) {
   });
   const cancel = button("Cancel", "cancel", () => endEdit(conversation.id));
   box.addEventListener("keydown", (event) => {
-    if (event.key === "Escape") endEdit(conversation.id);
+    if (event.key === "Escape") {
+      event.preventDefault(); // this Escape is spent: it stops no answer and closes no sidebar
+      endEdit(conversation.id);
+    }
   });
   box.append(question, confirm, cancel);
   return box;
 }
 
 /** The conversation was deleted (here, elsewhere, or never existed): drop it and move on. */
-function conversationGone(id, { quiet = false } = {}) {
-  quiet = quiet || state.deleting === id;
+function conversationGone(id) {
   const wasCurrent = state.currentId === id;
   setConversations(state.conversations.filter((c) => c.id !== id));
-  if (wasCurrent) {
-    if (!quiet) notify("That conversation no longer exists.");
+  // Deleted from this page: its socket's 4004 may come first; the delete picks what opens next.
+  if (wasCurrent && state.deleting !== id) {
+    notify("That conversation no longer exists.");
     const next = state.conversations[0];
     select(next ? next.id : null, { push: false });
   }
 }
 
-function select(id, { push = true } = {}) {
-  closeSidebar();
+function select(id, { push = true, keepSidebar = false } = {}) {
+  if (!keepSidebar) closeSidebar();
   if (state.view && state.view.id === id) return;
   if (state.view) state.view.dispose();
   state.view = null;
@@ -897,9 +924,9 @@ function select(id, { push = true } = {}) {
   }
 }
 
-async function createConversation(name) {
-  const body = name ? { name } : {};
-  const conversation = await api("/api/conversations/", { method: "POST", body });
+/** Create a conversation for its first message; the server titles it from that message. */
+async function createConversation() {
+  const conversation = await api("/api/conversations/", { method: "POST", body: {} });
   state.conversations = [conversation, ...state.conversations.filter((c) => c.id !== conversation.id)];
   select(conversation.id);
   return conversation;
@@ -960,8 +987,7 @@ async function submitComposer() {
     if (creating) return;
     creating = true;
     try {
-      const name = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim().slice(0, 60);
-      await createConversation(name || undefined);
+      await createConversation();
     } catch (error) {
       reportError(error);
       return;
@@ -1011,23 +1037,26 @@ ui.toggle.addEventListener("click", () => {
   else openSidebar();
 });
 ui.backdrop.addEventListener("click", closeSidebar);
+// Escape undoes one thing at a time: a rename or delete question (their own handlers spend
+// it), then an open sidebar, then a streaming answer (as Stop does).
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape" && app.classList.contains("sidebar-open")) {
+  if (event.key !== "Escape" || event.defaultPrevented || event.isComposing) return;
+  if (app.classList.contains("sidebar-open")) {
+    event.preventDefault();
     closeSidebar();
     ui.toggle.focus();
+  } else if (state.view && !ui.stop.hidden) {
+    event.preventDefault();
+    state.view.cancel();
   }
 });
 
-ui.newButton.addEventListener("click", async () => {
-  ui.newButton.disabled = true;
-  try {
-    await createConversation();
-    ui.input.focus();
-  } catch (error) {
-    reportError(error);
-  } finally {
-    ui.newButton.disabled = false;
-  }
+// A conversation comes to exist with its first message: New chat only clears the view.
+ui.newButton.addEventListener("click", () => {
+  select(null);
+  ui.input.value = "";
+  composerChanged();
+  ui.input.focus();
 });
 
 // ---------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 
 def test_it_creates_renames_and_deletes_conversations_as_the_api_sees_them(
-    chat_page: Page, live_owner: OwnerClient
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
 ) -> None:
     page = chat_page
     older = live_owner.create_conversation("Older one")
@@ -50,24 +50,26 @@ def test_it_creates_renames_and_deletes_conversations_as_the_api_sees_them(
     expect(sidebar_names(page)).to_have_text(["Older one"])
 
     page.get_by_role("button", name="New chat").click()
-    expect(sidebar_names(page)).to_have_count(2)
+    expect(page).to_have_url(re.compile(r"/$"))
+    assert [c["id"] for c in conversations(live_owner)] == [older]
+    send(page, "Trip to Lisbon")
+    expect(sidebar_names(page)).to_have_text(["Trip to Lisbon", "Older one"])
     [created, listed_older] = conversations(live_owner)
-    assert (created["name"], listed_older["id"]) == ("New conversation", older)
-    expect(sidebar_names(page)).to_have_text(["New conversation", "Older one"])
+    assert (created["name"], listed_older["id"]) == ("Trip to Lisbon", older)
     expect(page).to_have_url(re.compile(rf"\?c={created['id']}$"))
 
-    page.get_by_role("button", name="Rename New conversation").click()
+    page.get_by_role("button", name="Rename Trip to Lisbon").click()
     field = page.get_by_role("textbox", name="Conversation name")
-    field.fill("Trip to Lisbon")
+    field.fill("Lisbon in May")
     field.press("Enter")
-    expect(sidebar_names(page).first).to_have_text("Trip to Lisbon")
-    expect(page.locator("#conversation-title")).to_have_text("Trip to Lisbon")
-    assert [c["name"] for c in conversations(live_owner)] == ["Trip to Lisbon", "Older one"]
+    expect(sidebar_names(page).first).to_have_text("Lisbon in May")
+    expect(page.locator("#conversation-title")).to_have_text("Lisbon in May")
+    assert [c["name"] for c in conversations(live_owner)] == ["Lisbon in May", "Older one"]
 
-    page.get_by_role("button", name="Delete Trip to Lisbon").click()
+    page.get_by_role("button", name="Delete Lisbon in May").click()
     page.get_by_role("button", name="Cancel").click()
     expect(sidebar_names(page)).to_have_count(2)
-    page.get_by_role("button", name="Delete Trip to Lisbon").click()
+    page.get_by_role("button", name="Delete Lisbon in May").click()
     page.locator(".confirm-delete").click()
     expect(sidebar_names(page)).to_have_text(["Older one"])
     assert [c["id"] for c in conversations(live_owner)] == [older]

@@ -1,0 +1,284 @@
+"""Conversation titles: the rule, and the first message titling its conversation by every path.
+
+The socket and `POST .../messages/` both go through the submit statement that titles the
+conversation (one statement on PostgreSQL, several on SQLite: the suite runs on both).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+from conversations import services
+from conversations.models import Conversation
+from conversations.services import NAME_MAX_UTF16, conversation_name_clean
+from conversations.titles import TITLE_MAX_UTF16, conversation_title_from_text
+from flarebot.core.text import utf16_length
+from tests.conversations.test_consumers import (
+    CLOSE_TIMEOUT,
+    conversation_path,
+    open_socket,
+    owner_headers,
+    session_key_of,
+    sockets,
+)
+
+LIST = "/api/conversations/"
+
+sockets = sockets  # the fixture, shared with the socket tests
+
+
+def words_of_length(units: int) -> str:
+    """Text of exactly `units` characters made of 4-letter words ("abcd abcd ... ab")."""
+    return ("abcd " * units)[:units]
+
+
+# --- The rule ----------------------------------------------------------------------------
+
+
+def test_it_keeps_a_text_of_exactly_the_limit_whole():
+    text = words_of_length(TITLE_MAX_UTF16 - 1) + "z"
+
+    assert utf16_length(text) == TITLE_MAX_UTF16
+    assert conversation_title_from_text(text) == text
+
+
+def test_it_cuts_a_text_one_over_the_limit_at_a_word_boundary_with_an_ellipsis():
+    text = "Plan for the kitchen renovation budget and timeline and cost"  # 60
+    over = text + "s"
+
+    assert conversation_title_from_text(text) == text
+    assert conversation_title_from_text(over) == "Plan for the kitchen renovation budget and timeline and…"
+
+
+def test_it_keeps_a_word_that_ends_right_at_the_cut():
+    words = "abcd " * 11 + "efgh"  # the word ends at 59 units: exactly the room before "…"
+    assert utf16_length(words) == TITLE_MAX_UTF16 - 1
+
+    assert conversation_title_from_text(words + " more words") == words + "…"
+
+
+def test_it_cuts_a_single_overlong_word_hard():
+    word = "Supercalifragilistic" * 5
+
+    assert conversation_title_from_text(word) == word[: TITLE_MAX_UTF16 - 1] + "…"
+    assert conversation_title_from_text(f"See {word}") == f"See {word}"[: TITLE_MAX_UTF16 - 1] + "…"
+
+
+def test_it_never_splits_a_character_outside_the_basic_plane():
+    text = "a" * (TITLE_MAX_UTF16 - 2) + "😀😀"
+
+    title = conversation_title_from_text(text)
+
+    assert title == "a" * (TITLE_MAX_UTF16 - 2) + "…"
+    title.encode("utf-8")  # no lone surrogate
+
+
+def test_it_drops_punctuation_left_before_the_ellipsis():
+    text = "Budget, " + "timeline, " * 5 + "and more words to come after the limit"
+
+    title = conversation_title_from_text(text)
+
+    assert title.endswith("timeline…")
+
+
+def test_it_collapses_whitespace_and_control_characters_into_single_spaces():
+    text = "  \n\tKitchen\r\n\r\n   renovation\u00a0\u2003budget\x07plan\u2028 \x85 \n"
+
+    assert conversation_title_from_text(text) == "Kitchen renovation budget plan"
+
+
+@pytest.mark.parametrize(
+    "invisible",
+    [*"\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069", *"\u200b\u200c\u200d\u200e\u200f\u2060\ufeff\u00ad"],
+    ids=lambda ch: f"U+{ord(ch):04X}",
+)
+def test_it_strips_bidi_controls_and_zero_width_characters(invisible):
+    title = conversation_title_from_text(f"{invisible}Pay {invisible}the{invisible} invoice{invisible}")
+
+    assert title == "Pay the invoice"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\u200b\u200d\ufeff", "\u202e\u2066", "\x07\x08", "\u3000\u2028"],
+    ids=["zero-width", "bidi", "controls", "spaces"],
+)
+def test_it_gives_the_default_name_when_nothing_visible_is_left(text):
+    assert conversation_title_from_text(text) == "New conversation"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 32_000,
+        "word " * 6_400,
+        "😀" * 16_000,
+        "\u202eevil\u202c \x00\x01 name\u200b" * 100,
+        " \n" * 100 + "late start",
+        "ab\u0301" * 40,
+    ],
+    ids=["long-word", "many-words", "emoji", "controls", "late-start", "combining"],
+)
+def test_it_makes_titles_that_are_valid_names_within_the_limit(text):
+    title = conversation_title_from_text(text)
+
+    assert conversation_name_clean(title) == title
+    assert 1 <= utf16_length(title) <= TITLE_MAX_UTF16 <= NAME_MAX_UTF16
+    assert not any(ch in title for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200d\ufeff")
+
+
+# --- Titling by the first message ---------------------------------------------------------
+
+
+def post_message(client, conversation_id: object, text: str, request_id: uuid.UUID | None = None):
+    body = {"request_id": str(request_id or uuid.uuid4()), "text": text}
+    return client.post(f"{LIST}{conversation_id}/messages/", json.dumps(body), content_type="application/json")
+
+
+def create(client, body: dict[str, str]) -> str:
+    response = client.post(LIST, json.dumps(body), content_type="application/json")
+    assert response.status_code == 201, response.content
+    return str(response.json()["id"])
+
+
+def listed(client) -> list[tuple[str, str]]:
+    return [(c["id"], c["name"]) for c in client.get(LIST).json()["conversations"]]
+
+
+LONG_MESSAGE = "Plan for the kitchen renovation budget and timeline, with a list of the contractors to call first"
+LONG_TITLE = "Plan for the kitchen renovation budget and timeline, with a…"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_titles_an_unnamed_conversation_after_its_first_message_posted(owner_client):
+    conversation_id = create(owner_client, {})
+
+    response = post_message(owner_client, conversation_id, LONG_MESSAGE)
+
+    assert response.status_code == 202, response.content
+    assert listed(owner_client) == [(conversation_id, LONG_TITLE)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_never_retitles_on_a_second_message_or_a_repeated_request(owner_client):
+    conversation_id = create(owner_client, {})
+    first = uuid.uuid4()
+    post_message(owner_client, conversation_id, "Pasta for four", first)
+
+    assert post_message(owner_client, conversation_id, "Something else entirely").status_code == 202
+    assert post_message(owner_client, conversation_id, "Pasta for four, again", first).status_code == 202
+
+    assert listed(owner_client) == [(conversation_id, "Pasta for four")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_never_replaces_a_name_the_owner_gave_at_creation(owner_client):
+    conversation_id = create(owner_client, {"name": "New conversation"})
+
+    post_message(owner_client, conversation_id, "Pasta for four")
+
+    assert listed(owner_client) == [(conversation_id, "New conversation")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_never_replaces_a_name_the_owner_gave_before_the_first_message(owner_client):
+    conversation_id = create(owner_client, {})
+    renamed = owner_client.patch(
+        f"{LIST}{conversation_id}/", json.dumps({"name": "Dinner"}), content_type="application/json"
+    )
+    assert renamed.status_code == 200
+
+    post_message(owner_client, conversation_id, "Pasta for four")
+
+    assert listed(owner_client) == [(conversation_id, "Dinner")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_keeps_the_owners_rename_of_a_titled_conversation(owner_client):
+    conversation_id = create(owner_client, {})
+    post_message(owner_client, conversation_id, "Pasta for four")
+    owner_client.patch(f"{LIST}{conversation_id}/", json.dumps({"name": "Dinner"}), content_type="application/json")
+
+    post_message(owner_client, conversation_id, "And dessert?")
+
+    assert listed(owner_client) == [(conversation_id, "Dinner")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_titles_nothing_when_the_message_is_refused(owner_client):
+    conversation_id = create(owner_client, {})
+
+    assert post_message(owner_client, conversation_id, "x" * 32_001).status_code == 400
+    assert post_message(owner_client, conversation_id, "  \n ").status_code == 400
+
+    assert listed(owner_client) == [(conversation_id, "New conversation")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_moves_a_conversation_to_the_top_with_a_message_and_not_with_a_rename(owner_client):
+    quiet = create(owner_client, {"name": "Quiet"})
+    busy = create(owner_client, {"name": "Busy"})
+    a_day_ago = timezone.now() - timedelta(days=1)
+    Conversation.objects.filter(id=busy).update(updated_at=a_day_ago)
+    assert [name for _, name in listed(owner_client)] == ["Quiet", "Busy"]
+
+    owner_client.patch(f"{LIST}{busy}/", json.dumps({"name": "Busy, renamed"}), content_type="application/json")
+    assert [name for _, name in listed(owner_client)] == ["Quiet", "Busy, renamed"]
+    assert Conversation.objects.get(id=busy).updated_at == a_day_ago
+
+    post_message(owner_client, busy, "Anything new?")
+
+    assert [name for _, name in listed(owner_client)] == ["Busy, renamed", "Quiet"]
+    assert Conversation.objects.get(id=busy).updated_at > Conversation.objects.get(id=quiet).updated_at
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_titles_an_unnamed_conversation_after_its_first_message_on_the_socket(
+    owner_client, sockets: Callable[..., WebsocketCommunicator]
+):
+    conversation = await database_sync_to_async(services.conversation_create)()
+    other = await database_sync_to_async(services.conversation_create)(name="Other")
+    path = conversation_path(conversation.id)
+    communicator = await open_socket(sockets, path, owner_headers(session_key_of(owner_client)))
+
+    for text in ["\u202eKitchen renovation:\n\nbudget\u200b and timeline", "Second thoughts"]:
+        request_id = str(uuid.uuid4())
+        await communicator.send_json_to({"type": "user_message", "request_id": request_id, "text": text})
+        ack = await communicator.receive_json_from(timeout=CLOSE_TIMEOUT)
+        assert (ack["type"], ack["request_id"]) == ("ack", request_id)
+        queued = await communicator.receive_json_from(timeout=CLOSE_TIMEOUT)
+        assert queued["event"] == "turn.queued"
+
+    names = await database_sync_to_async(lambda: listed(owner_client))()
+    assert names == [(str(conversation.id), "Kitchen renovation: budget and timeline"), (str(other.id), "Other")]
+
+
+# --- Names stored before titles existed -----------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_marks_existing_names_as_the_owners_unless_they_are_the_default(owner_client):
+    executor = MigrationExecutor(connection)
+    before = [("conversations", "0003_drop_indexes_covered_by_composites")]
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps.get_model("conversations", "Conversation")
+    named = old.objects.create(name="Trip to Lisbon").id
+    untouched = old.objects.create(name="New conversation").id
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    for conversation_id in (named, untouched):
+        post_message(owner_client, conversation_id, "Pasta for four")
+
+    assert dict(listed(owner_client)) == {str(named): "Trip to Lisbon", str(untouched): "Pasta for four"}
