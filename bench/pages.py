@@ -169,8 +169,8 @@ def seed(bench: BenchStack) -> tuple[str, int]:
     from conversations.eventlog import NewEvent, events_append
     from conversations.models import Conversation, Message, MessageRole, Turn, TurnStatus
     from conversations.providers.catalog import ANTHROPIC_MODELS
+    from conversations.serializers import message_json
     from conversations.services import conversation_create
-    from conversations.turns import message_json
 
     names = [f"{TOPICS[i % len(TOPICS)][0]} #{i}" for i in range(CONVERSATIONS)]
     conversations = [conversation_create(name=name) for name in names]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -11,9 +9,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import selectors, services
-from conversations.models import Conversation
+from conversations.serializers import conversation_json
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
-from flarebot.core.times import iso
 
 
 class ConversationCreateInput(StrictSerializer):
@@ -33,16 +30,6 @@ ConversationOutput = inline_serializer(
         "updated_at": serializers.DateTimeField(),
     },
 )
-
-
-def conversation_json(conversation: Conversation) -> dict[str, Any]:
-    """Return the contract's `C` for one conversation."""
-    return {
-        "id": str(conversation.id),
-        "name": conversation.name,
-        "created_at": iso(conversation.created_at),
-        "updated_at": iso(conversation.updated_at),
-    }
 
 
 class ConversationListApi(APIView):

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import eventlog, selectors, turns
+from conversations.serializers import message_json, turn_json
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import InvalidInput, NotFound
 from tools.selectors import activity_page
@@ -37,9 +38,9 @@ class MessageListApi(APIView):
             raise NotFound("This conversation does not exist.", code="conversation_not_found")
         return Response(
             {
-                "messages": [turns.message_json(m) for m in snapshot.messages],
+                "messages": [message_json(m) for m in snapshot.messages],
                 "last_sequence": snapshot.last_sequence,
-                "turns": [turns.turn_json(t) for t in snapshot.turns],
+                "turns": [turn_json(t) for t in snapshot.turns],
             }
         )
 

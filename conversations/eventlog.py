@@ -11,17 +11,16 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from functools import cache
 from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
 
 from conversations.events import NewEvent, conversation_group
 from conversations.models import Conversation, Event
 from conversations.publisher import group_publish
-from flarebot.core.rows import column, rows_insert, table, to_db
+from conversations.sql import sequences_allocate
+from flarebot.core.rows import rows_insert
 
 logger = logging.getLogger(__name__)
 
@@ -75,56 +74,6 @@ def events_insert(numbered: Sequence[tuple[uuid.UUID, int, Sequence[NewEvent]]])
 def event_frame_of(*, sequence: int, kind: str, turn_id: uuid.UUID | None, data: dict[str, Any]) -> EventFrame:
     """The frame of an event stored with these values."""
     return EventFrame(type="event", sequence=sequence, event=kind, turn_id=str(turn_id) if turn_id else None, data=data)
-
-
-def sequences_allocate(*, conversation_id: uuid.UUID, count: int) -> int:
-    """Reserve `count` sequences in the caller's transaction and return the first.
-
-    The update locks the conversation row until commit, so concurrent writers get
-    consecutive ranges and commit them in order.
-    """
-    connection = transaction.get_connection()
-    assert connection.in_atomic_block, "sequences are allocated inside the writer's transaction"
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sequences_allocate_sql(), sequences_allocate_params(conversation_id=conversation_id, count=count)
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise Conversation.DoesNotExist(conversation_id)
-    return int(row[0]) - count + 1
-
-
-@cache
-def sequences_allocate_sql(
-    *,
-    after: str | None = None,
-    count: str = "%s",
-    conversation: str = "%s",
-    source: str | None = None,
-    returning: tuple[str, ...] = (),
-) -> str:
-    """The allocator's statement, which every path that writes events uses: it returns the last
-    sequence reserved (then `returning`).
-
-    By default it takes the count and the conversation as parameters. A composed statement
-    (CTEs) may pass SQL expressions instead, over `source` (its FROM), and with `after`, the
-    name of an earlier part, it reserves only if that part returned a row.
-    """
-    c = Conversation
-    # Qualified by the table's name: a `source` may have columns of the same names.
-    last, name = column(c, "last_sequence"), table(c)
-    guard = f" AND EXISTS (SELECT 1 FROM {after})" if after else ""  # noqa: S608
-    source_sql = f" FROM {source}" if source else ""
-    extra = "".join(f", {expression}" for expression in returning)
-    return (
-        f"UPDATE {name} SET {last} = {name}.{last} + {count}{source_sql}"  # noqa: S608
-        f" WHERE {name}.{column(c, 'id')} = {conversation}{guard} RETURNING {name}.{last}{extra}"
-    )
-
-
-def sequences_allocate_params(*, conversation_id: uuid.UUID, count: int) -> list[Any]:
-    return [count, to_db(Conversation, "id", conversation_id)]
 
 
 def published(frames: list[EventFrame]) -> EventsPublished:

@@ -11,17 +11,17 @@ from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from conversations import sql
 from conversations.instructions import DEFAULT_INSTRUCTIONS
-from conversations.models import InstructionOverride, ModelConfiguration, ProviderKey
+from conversations.models import ModelConfiguration, ProviderKey
 from conversations.providers.catalog import KEYED_PROVIDERS, Configuration, default_configuration, in_catalog
 from flarebot.core.crypto import DecryptionFailed, Secret, seal, unseal
 from flarebot.core.errors import InvalidInput
 from flarebot.core.installation import installation_get_verified, installation_intact
 from flarebot.core.models import Installation
-from flarebot.core.rows import column, from_db, table
+from flarebot.core.rows import from_db
 
 KEY_MIN, KEY_MAX = 20, 512
 
@@ -169,24 +169,7 @@ class _SettingsRead:
 
 
 def _turn_settings_read() -> _SettingsRead:
-    config, keys, override, inst = ModelConfiguration, ProviderKey, InstructionOverride, Installation
-    user = get_user_model()
-    sealed = ", ".join(
-        f"(SELECT {column(keys, 'sealed')} FROM {table(keys)} WHERE {column(keys, 'provider')} = %s)"  # noqa: S608
-        for _ in KEYED_PROVIDERS
-    )
-    sql = (
-        f"SELECT (SELECT {column(config, 'provider')} FROM {table(config)}),"  # noqa: S608
-        f" (SELECT {column(config, 'model')} FROM {table(config)}), {sealed},"
-        f" (SELECT {column(override, 'text')} FROM {table(override)}), (SELECT count(*) FROM {table(inst)}),"
-        f" i.{column(inst, 'installation_id')}, i.{column(inst, 'schema_version')}, i.{column(inst, 'owner_username')},"
-        f" u.{column(user, user.USERNAME_FIELD)}, u.{column(user, 'is_active')}"
-        f" FROM (SELECT 1 AS one) AS one LEFT JOIN {table(inst)} i ON 1 = 1"
-        f" LEFT JOIN {table(user)} u ON u.{column(user, 'id')} = i.{column(inst, 'owner')} LIMIT 1"
-    )
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute(sql, list(KEYED_PROVIDERS))
-        row = cursor.fetchone()
+    row = sql.turn_settings_row(providers=KEYED_PROVIDERS)
     provider, model, *rest = row
     keys_sealed, rest = rest[: len(KEYED_PROVIDERS)], rest[len(KEYED_PROVIDERS) :]
     instructions, installations, installation_id, schema_version, username_then, username_now, active = rest
@@ -198,5 +181,5 @@ def _turn_settings_read() -> _SettingsRead:
         model=model,
         sealed={p: bytes(v) for p, v in zip(KEYED_PROVIDERS, keys_sealed, strict=True) if v is not None},
         instructions=instructions,
-        installation_id=from_db(inst, "installation_id", installation_id) if intact else None,
+        installation_id=from_db(Installation, "installation_id", installation_id) if intact else None,
     )

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from conversations import turn_rows
+from conversations import sql
 from conversations.models import Conversation, ConversationState, Message, MessageRole, Turn
 
 
@@ -64,4 +64,4 @@ def transcript_snapshot(*, conversation_id: uuid.UUID) -> TranscriptSnapshot | N
 
 def turns_awaiting_worker(*, turn_ids: list[uuid.UUID]) -> set[uuid.UUID]:
     """Return which of these turns no live attempt holds: queued, or running on an expired lease."""
-    return turn_rows.turns_lease_over(turn_ids=turn_ids, now=timezone.now())
+    return sql.turns_lease_over(turn_ids=turn_ids, now=timezone.now())

@@ -1,6 +1,6 @@
 """How a conversation is named when the owner has not named it: after its first message.
 
-The rule lives here alone; the submit statements (`turn_rows`) store the title with the
+The rule lives here alone; the submit statements (`conversations.sql`) store the title with the
 first turn, and pages only show what the server stored.
 """
 

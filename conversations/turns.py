@@ -4,7 +4,7 @@ Who may run a turn is decided in one place: `turn_claim`, a conditional update t
 takes a turn no live attempt holds (queued, or its lease ran out) whose earlier turns are
 all finished, and counts the attempt. The doorbell, the Celery task, recovery after a
 crash and the retry of a stalled attempt all go through it; the conditions themselves are
-SQL in `turn_rows`. A duplicate delivery that finds a live lease leaves at once.
+SQL in `conversations.sql`. A duplicate delivery that finds a live lease leaves at once.
 """
 
 from __future__ import annotations
@@ -14,16 +14,15 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from conversations import turn_rows
+from conversations import sql
 from conversations.engine.cancel_bus import publish_cancel
 from conversations.engine.doorbell import doorbell_ring, durable_send_later
 from conversations.eventlog import EventFrame, event_frame_of, events_append, events_publish_sync
-from conversations.events import EventKind, activity_events, turn_ended, turn_started_data
+from conversations.events import EventKind, activity_events, turn_ended, turn_queued_data, turn_started_data
 from conversations.models import (
     Conversation,
     ConversationState,
@@ -33,11 +32,11 @@ from conversations.models import (
     Turn,
     TurnStatus,
 )
+from conversations.serializers import message_json
 from conversations.titles import conversation_title_from_text
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.rows import rows_insert, rows_update
 from flarebot.core.text import utf16_length
-from flarebot.core.times import iso
 from tools.activity import activities_interrupt
 
 MAX_TEXT_UTF16 = 32_000
@@ -45,7 +44,7 @@ MAX_TEXT_UTF16 = 32_000
 # the heartbeat renews the lease three times within it.
 LEASE = timedelta(seconds=15)
 LEASE_RENEW_SECONDS = 5.0
-LIMITS = turn_rows.AttemptLimits(
+LIMITS = sql.AttemptLimits(
     without_progress=3,
     attempts=10,  # a turn that keeps crashing after some progress each time still ends
 )
@@ -53,27 +52,6 @@ STALE_QUEUED = timedelta(seconds=20)
 RECONCILE_BATCH = 500
 UNFINISHED = (TurnStatus.QUEUED, TurnStatus.RUNNING)
 INTERRUPTED_TOO_OFTEN = "The answer was interrupted repeatedly and was stopped. Send your message again."
-
-
-def message_json(message: Message) -> dict[str, Any]:
-    """Return the contract's `M`."""
-    return {
-        "id": str(message.id),
-        "role": message.role,
-        "parts": message.parts,
-        "created_at": iso(message.created_at),
-        "turn_id": str(message.turn_id),
-    }
-
-
-def turn_json(turn: Turn) -> dict[str, Any]:
-    """Return a turn's state as GET messages shows it (an addition to the contract)."""
-    failed = turn.status == TurnStatus.FAILED
-    return {
-        "id": str(turn.id),
-        "status": turn.status,
-        "error": {"code": turn.error_code, "message": turn.error_message} if failed else None,
-    }
 
 
 def user_text_clean(text: str) -> str:
@@ -137,12 +115,12 @@ def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID
         "created_at": now,
         "updated_at": now,
     }
-    queued = {"request_id": str(request_id), "message": message_json(Message(**message))}
-    event = {"conversation_id": conversation_id, "kind": "turn.queued", "turn_id": turn["id"], "data": queued}
+    queued = turn_queued_data(request_id=request_id, message=message_json(Message(**message)))
+    event = {"conversation_id": conversation_id, "kind": EventKind.TURN_QUEUED, "turn_id": turn["id"], "data": queued}
     try:
         with transaction.atomic():
             if transaction.get_connection().vendor == "postgresql":
-                reserved = turn_rows.turn_submit_in_one(
+                reserved = sql.turn_submit_in_one(
                     conversation_id=conversation_id,
                     request_id=request_id,
                     title=title,
@@ -152,7 +130,7 @@ def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID
                     event=event,
                 )
             else:
-                reserved = turn_rows.conversation_reserve_turn(
+                reserved = sql.conversation_reserve_turn(
                     conversation_id=conversation_id, request_id=request_id, title=title, now=now
                 )
                 if reserved is not None:
@@ -164,7 +142,7 @@ def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID
             ordinal, sequence = reserved
             # Only the start: the caller publishes turn.queued.
             transaction.on_commit(lambda: enqueue_turn(turn["id"]))
-        frame = event_frame_of(sequence=sequence, kind="turn.queued", turn_id=turn["id"], data=queued)
+        frame = event_frame_of(sequence=sequence, kind=EventKind.TURN_QUEUED, turn_id=turn["id"], data=queued)
         return Submitted(Turn(**turn, ordinal=ordinal), True, [frame])
     except IntegrityError:
         # The same request_id raced in from another connection; the first one won.
@@ -202,7 +180,7 @@ def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> li
 def turn_finish(*, turn_id: uuid.UUID, lease_token: str, status: str, code: str = "", message: str = "") -> bool:
     """End a turn this lease owns; enqueue the conversation's next turn. Return whether it was ours."""
     with transaction.atomic():
-        owned = turn_rows.turn_lock_owned(turn_id=turn_id, lease_token=lease_token)
+        owned = sql.turn_lock_owned(turn_id=turn_id, lease_token=lease_token)
         if owned is None or owned[0] != TurnStatus.RUNNING:
             return False
         conversation_id = owned[1]
@@ -214,7 +192,7 @@ def turn_finish(*, turn_id: uuid.UUID, lease_token: str, status: str, code: str 
 
 def turn_next_runnable(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
     """Return the earliest unfinished turn of a conversation, if it is queued."""
-    first = turn_rows.turn_first_unfinished(conversation_id=conversation_id)
+    first = sql.turn_first_unfinished(conversation_id=conversation_id)
     return first[0] if first is not None and first[1] == TurnStatus.QUEUED else None
 
 
@@ -281,7 +259,7 @@ def turn_claim(
     """Give a claimable turn to a new attempt under a fresh lease (or `lease_token`'s).
 
     The one claim of the doorbell, the Celery task and recovery: a conditional update
-    (`turn_rows.turn_claim_running`) that succeeds only for a turn no live attempt holds,
+    (`sql.turn_claim_running`) that succeeds only for a turn no live attempt holds,
     with no earlier unfinished turn, that may start again. A claimable turn that may not
     (cancelled, its conversation deleted, its attempts used up) is finished here instead.
     Called inside a transaction (the engine claims and prepares in one); the frames of
@@ -290,7 +268,7 @@ def turn_claim(
     now = timezone.now()
     token = lease_token or secrets.token_hex(16)
     with transaction.atomic(savepoint=False):
-        claimed = turn_rows.turn_claim_running(
+        claimed = sql.turn_claim_running(
             turn_id=turn_id,
             lease_token=token,
             now=now,
@@ -309,7 +287,7 @@ def turn_claim(
 
 def _settle_unclaimed(*, turn_id: uuid.UUID, now: datetime) -> None:
     """Finish a claimable turn that may not start again: cancelled, or failed after too many attempts."""
-    unclaimed = turn_rows.turn_lock_unclaimed(turn_id=turn_id, now=now, limits=LIMITS)
+    unclaimed = sql.turn_lock_unclaimed(turn_id=turn_id, now=now, limits=LIMITS)
     if unclaimed is None:
         return  # owned by a live attempt, waiting for an earlier turn, or finished
     locked = Turn(id=turn_id, conversation_id=unclaimed.conversation_id)
@@ -329,9 +307,9 @@ def turn_attempt_restart(*, claim: Claim, provider: str, model: str) -> Claim | 
     it was cancelled) or the lease was lost: the caller ends the turn.
     """
     with transaction.atomic():
-        if not turn_rows.turn_lease_set(turn_id=claim.turn_id, lease_token=claim.lease_token, expires_at=None):
+        if not sql.turn_lease_set(turn_id=claim.turn_id, lease_token=claim.lease_token, expires_at=None):
             return None
-        again = turn_rows.turn_claim_running(
+        again = sql.turn_claim_running(
             turn_id=claim.turn_id,
             lease_token=claim.lease_token,
             now=timezone.now(),
@@ -355,12 +333,12 @@ def turn_cancel_requested(*, turn_id: uuid.UUID) -> bool:
 
 def turn_lease_renew(*, turn_id: uuid.UUID, lease_token: str) -> bool:
     """Extend a lease this attempt still holds; False means it was lost."""
-    return turn_rows.turn_lease_set(turn_id=turn_id, lease_token=lease_token, expires_at=timezone.now() + LEASE)
+    return sql.turn_lease_set(turn_id=turn_id, lease_token=lease_token, expires_at=timezone.now() + LEASE)
 
 
 def turn_progress_record(*, claim: Claim) -> None:
     """The attempt produced output: its attempts without progress start over."""
-    turn_rows.turn_progress_record(turn_id=claim.turn_id, lease_token=claim.lease_token)
+    sql.turn_progress_record(turn_id=claim.turn_id, lease_token=claim.lease_token)
 
 
 def turn_step_record(*, claim: Claim, steps: int) -> None:
@@ -371,7 +349,7 @@ def turn_step_record(*, claim: Claim, steps: int) -> None:
 def turns_reconcile() -> int:
     """Requeue every turn a worker could claim but nobody is about to: its worker died, or its enqueue was lost."""
     now = timezone.now()
-    ids = turn_rows.turns_claimable(now=now, queued_before=now - STALE_QUEUED, limit=RECONCILE_BATCH)
+    ids = sql.turns_claimable(now=now, queued_before=now - STALE_QUEUED, limit=RECONCILE_BATCH)
     for turn_id in ids:
         enqueue_turn(turn_id)
     return len(ids)

@@ -14,24 +14,16 @@ import uuid
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from django.db import DatabaseError, transaction
 
+from conversations import sql
 from conversations.engine.stream_store import StreamStore
-from conversations.eventlog import (
-    EventFrame,
-    events_insert,
-    sequences_allocate,
-    sequences_allocate_params,
-    sequences_allocate_sql,
-)
+from conversations.eventlog import EventFrame, events_insert
 from conversations.events import NewEvent
-from conversations.models import Conversation, Message, Turn, TurnStatus
-from conversations.turn_rows import turn_lease_held_sql
+from conversations.models import Conversation
 from flarebot.core.database import db
-from flarebot.core.rows import column, table, to_db
 from tools.activity import Activity, activity_store
 
 logger = logging.getLogger(__name__)
@@ -48,48 +40,18 @@ class StreamWrite:
     activities: tuple[Activity, ...] = ()  # tool activity stored with the events announcing it
 
 
-@cache
-def _store_parts_sql() -> str:
-    m = Message
-    held = turn_lease_held_sql(turn_id="%s", lease_token="%s", running="%s")
-    return f"UPDATE {table(m)} SET {column(m, 'parts')} = %s WHERE {column(m, 'id')} = %s AND {held}"  # noqa: S608
-
-
-@cache
-def _store_parts_and_allocate_sql() -> str:
-    """PostgreSQL: the parts and the sequences in one statement (one round trip per write)."""
-    return f"WITH stored AS ({_store_parts_sql()} RETURNING 1) {sequences_allocate_sql(after='stored')}"
-
-
 def _write_one(write: StreamWrite) -> int | None:
-    """Store one write's parts and reserve its sequences; None if its attempt lost the turn.
-
-    Plain SQL: this runs for every window of every stream, and building the same ORM
-    update each time cost more CPU than the database spent on it.
-    """
-    connection = transaction.get_connection()
-    owned = [
-        to_db(Message, "parts", write.parts),
-        to_db(Message, "id", write.message_id),
-        to_db(Turn, "id", write.turn_id),
-        write.lease_token,
-        TurnStatus.RUNNING.value,
-    ]
-    count = len(write.events)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            allocate = sequences_allocate_params(conversation_id=write.conversation_id, count=count)
-            cursor.execute(_store_parts_and_allocate_sql(), [*owned, *allocate])
-            row = cursor.fetchone()
-        if row is None:
-            return None  # the attempt lost the turn (or the conversation is gone)
-        first = int(row[0]) - count + 1
-    else:
-        with connection.cursor() as cursor:
-            cursor.execute(_store_parts_sql(), owned)
-            if cursor.rowcount != 1:
-                return None
-        first = sequences_allocate(conversation_id=write.conversation_id, count=count)
+    """Store one write's parts and reserve its sequences; None if its attempt lost the turn."""
+    first = sql.message_parts_store(
+        conversation_id=write.conversation_id,
+        message_id=write.message_id,
+        parts=write.parts,
+        turn_id=write.turn_id,
+        lease_token=write.lease_token,
+        events=len(write.events),
+    )
+    if first is None:
+        return None
     for activity in write.activities:
         activity_store(activity)
     return first
@@ -111,14 +73,12 @@ def _write_batch(writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
 def _write_batch_once(writes: list[StreamWrite], *, isolated: bool) -> list[list[EventFrame] | None]:
     firsts: list[int | None] = []
     with transaction.atomic():
-        connection = transaction.get_connection()
-        if connection.vendor == "postgresql":
+        if transaction.get_connection().vendor == "postgresql":
             # Streamed text is written every 40 ms; waiting for each WAL flush would
             # bound every stream by the disk's fsync latency. A PostgreSQL crash can lose
             # the last fraction of a second of deltas (the turn is then recovered like
             # any interrupted one); a worker crash loses nothing committed.
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            sql.synchronous_commit_off_for_transaction()
         for write in writes:
             if isolated:
                 try:

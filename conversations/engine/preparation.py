@@ -15,7 +15,7 @@ from conversations.events import NewEvent, activity_events, message_replaced, to
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import Message, MessageRole, Turn
 from conversations.providers.base import INTERRUPTED_OUTPUT, ToolCall
-from conversations.turn_rows import transcript_until
+from conversations.sql import transcript_until
 from conversations.turns import Claim, turn_attempt_restart, turn_claim
 from tools.activity import activities_interrupt
 from tools.registry import Effect, tool_get

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import json
 import logging
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
-from conversations.eventlog import EventFrame, event_frame_of, sequences_allocate_sql
-from conversations.models import Event, Message, TurnStatus
-from conversations.turn_rows import turn_lease_held_sql
-from flarebot.core.rows import column, insert_select_sql, table
+from conversations import sql
+from conversations.eventlog import EventFrame, event_frame_of
+from conversations.models import TurnStatus
 
 if TYPE_CHECKING:
     from conversations.engine.batcher import StreamWrite
@@ -33,48 +31,6 @@ logger = logging.getLogger(__name__)
 # Settings Django passes to psycopg that only Django's own (synchronous) cursors understand.
 _DJANGO_ONLY_PARAMS = ("cursor_factory", "context")
 APPLICATION_NAME = "flarebot-stream-writes"  # how its sessions show in pg_stat_activity
-
-
-@cache
-def _batch_sql() -> str:
-    """Store each write's parts if its attempt still owns the turn, then its sequences and events.
-
-    The writes come as one JSON document: its text is the same for every batch size, so
-    PostgreSQL prepares it once per connection, and sending one text costs the worker a
-    fraction of what adapting arrays of values did.
-    """
-    m = Message
-    held = turn_lease_held_sql(turn_id="w.turn_id", lease_token="w.lease_token", running="%(running)s")
-    allocate = sequences_allocate_sql(
-        count="jsonb_array_length(s.events)",
-        conversation="s.conversation_id",
-        source="stored s",
-        returning=("s.idx", "s.conversation_id", "s.events"),
-    )
-    inserted = insert_select_sql(
-        Event,
-        {
-            "id": "gen_random_uuid()",
-            "created_at": "%(now)s",
-            "updated_at": "%(now)s",
-            "conversation_id": "a.conversation_id",
-            "sequence": "a.last - jsonb_array_length(a.events) + e.position",
-            "kind": "e.value->>'kind'",
-            "turn_id": "(e.value->>'turn_id')::uuid",
-            "data": "e.value->'data'",
-        },
-        "allocated a CROSS JOIN LATERAL jsonb_array_elements(a.events) WITH ORDINALITY AS e(value, position)",
-    )
-    return (
-        "WITH w AS (SELECT * FROM json_to_recordset(%(writes)s::json)"  # noqa: S608 (names from the models)
-        " AS w(idx int, message_id uuid, parts jsonb, turn_id uuid, lease_token text, conversation_id uuid,"
-        " events jsonb)),"
-        f" stored AS (UPDATE {table(m)} m SET {column(m, 'parts')} = w.parts FROM w"
-        f" WHERE m.{column(m, 'id')} = w.message_id AND {held} RETURNING w.idx, w.conversation_id, w.events),"
-        f" allocated(last, idx, conversation_id, events) AS ({allocate}),"
-        f" inserted AS ({inserted})"
-        " SELECT idx, last - jsonb_array_length(events) FROM allocated"
-    )
 
 
 def _batch_params(writes: list[StreamWrite]) -> dict[str, Any]:
@@ -151,7 +107,7 @@ class StreamStore:
     async def _write(self, writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
         connection = await self._connect()
         try:
-            cursor = await connection.execute(_batch_sql(), _batch_params(writes))
+            cursor = await connection.execute(sql.stream_batch_sql(), _batch_params(writes))
         except psycopg.Error:
             if connection.broken:
                 self._connection = None

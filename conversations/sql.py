@@ -1,8 +1,11 @@
-"""The statements of a turn's hot path, in plain SQL (see flarebot.core.rows for why).
+"""Every hand-written SQL statement of the conversations app (see flarebot.core.rows for why).
 
-Each function is one step of the path and holds no rule: `turns` and the engine decide
-what the rows mean. A step is one statement on PostgreSQL (data-modifying CTEs) and the
-same rows statement by statement on SQLite. They run inside the caller's transaction.
+They are the hot path's: submitting, claiming, streamed windows, the sequence allocator,
+the settings a turn starts from. Each function is one statement (or its builder) and holds
+no rule: `turns`, the event log and the engine decide what the rows mean. Column names
+come from the models. A step is one statement on PostgreSQL (data-modifying CTEs) and the
+same rows statement by statement on SQLite; vendor branches stay in this module. They run
+inside the caller's transaction.
 """
 
 from __future__ import annotations
@@ -14,12 +17,32 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from conversations.eventlog import sequences_allocate, sequences_allocate_sql
 from conversations.events import EventKind, turn_started_data
-from conversations.models import Conversation, ConversationState, Event, Message, Turn, TurnStatus
-from flarebot.core.rows import column, from_db, insert_from_sql, rows_insert, rows_update, table, to_db
+from conversations.models import (
+    Conversation,
+    ConversationState,
+    Event,
+    InstructionOverride,
+    Message,
+    ModelConfiguration,
+    ProviderKey,
+    Turn,
+    TurnStatus,
+)
+from flarebot.core.models import Installation
+from flarebot.core.rows import (
+    column,
+    from_db,
+    insert_from_sql,
+    insert_select_sql,
+    rows_insert,
+    rows_update,
+    table,
+    to_db,
+)
 
 
 def conversation_reserve_turn(
@@ -415,3 +438,185 @@ def turn_first_unfinished(*, conversation_id: uuid.UUID) -> tuple[uuid.UUID, str
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return (from_db(t, "id", row[0]), row[1]) if row else None
+
+
+# The event log's sequence allocator (`eventlog` exposes it; every path that writes events uses it).
+
+
+def sequences_allocate(*, conversation_id: uuid.UUID, count: int) -> int:
+    """Reserve `count` sequences in the caller's transaction and return the first.
+
+    The update locks the conversation row until commit, so concurrent writers get
+    consecutive ranges and commit them in order.
+    """
+    connection = transaction.get_connection()
+    assert connection.in_atomic_block, "sequences are allocated inside the writer's transaction"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sequences_allocate_sql(), sequences_allocate_params(conversation_id=conversation_id, count=count)
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(conversation_id)
+    return int(row[0]) - count + 1
+
+
+@cache
+def sequences_allocate_sql(
+    *,
+    after: str | None = None,
+    count: str = "%s",
+    conversation: str = "%s",
+    source: str | None = None,
+    returning: tuple[str, ...] = (),
+) -> str:
+    """The allocator's statement, which every path that writes events uses: it returns the last
+    sequence reserved (then `returning`).
+
+    By default it takes the count and the conversation as parameters. A composed statement
+    (CTEs) may pass SQL expressions instead, over `source` (its FROM), and with `after`, the
+    name of an earlier part, it reserves only if that part returned a row.
+    """
+    c = Conversation
+    # Qualified by the table's name: a `source` may have columns of the same names.
+    last, name = column(c, "last_sequence"), table(c)
+    guard = f" AND EXISTS (SELECT 1 FROM {after})" if after else ""  # noqa: S608
+    source_sql = f" FROM {source}" if source else ""
+    extra = "".join(f", {expression}" for expression in returning)
+    return (
+        f"UPDATE {name} SET {last} = {name}.{last} + {count}{source_sql}"  # noqa: S608
+        f" WHERE {name}.{column(c, 'id')} = {conversation}{guard} RETURNING {name}.{last}{extra}"
+    )
+
+
+def sequences_allocate_params(*, conversation_id: uuid.UUID, count: int) -> list[Any]:
+    return [count, to_db(Conversation, "id", conversation_id)]
+
+
+# Streamed windows.
+
+
+def message_parts_store(
+    *,
+    conversation_id: uuid.UUID,
+    message_id: uuid.UUID,
+    parts: list[dict[str, Any]],
+    turn_id: uuid.UUID,
+    lease_token: str,
+    events: int,
+) -> int | None:
+    """Store an answer's parts if this lease still holds its turn and reserve `events` sequences.
+
+    Returns the first sequence, or None when the attempt lost the turn (or the conversation
+    is gone). One statement on PostgreSQL: this runs for every window of every stream.
+    """
+    connection = transaction.get_connection()
+    owned = [
+        to_db(Message, "parts", parts),
+        to_db(Message, "id", message_id),
+        to_db(Turn, "id", turn_id),
+        lease_token,
+        TurnStatus.RUNNING.value,
+    ]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            allocate = sequences_allocate_params(conversation_id=conversation_id, count=events)
+            cursor.execute(message_parts_store_and_allocate_sql(), [*owned, *allocate])
+            row = cursor.fetchone()
+        return None if row is None else int(row[0]) - events + 1
+    with connection.cursor() as cursor:
+        cursor.execute(message_parts_store_sql(), owned)
+        if cursor.rowcount != 1:
+            return None
+    return sequences_allocate(conversation_id=conversation_id, count=events)
+
+
+@cache
+def message_parts_store_sql() -> str:
+    m = Message
+    held = turn_lease_held_sql(turn_id="%s", lease_token="%s", running="%s")
+    return f"UPDATE {table(m)} SET {column(m, 'parts')} = %s WHERE {column(m, 'id')} = %s AND {held}"  # noqa: S608
+
+
+@cache
+def message_parts_store_and_allocate_sql() -> str:
+    """PostgreSQL: the parts and the sequences in one statement (one round trip per write)."""
+    return f"WITH stored AS ({message_parts_store_sql()} RETURNING 1) {sequences_allocate_sql(after='stored')}"
+
+
+@cache
+def stream_batch_sql() -> str:
+    """Store each write's parts if its attempt still owns the turn, then its sequences and events.
+
+    The writes come as one JSON document: its text is the same for every batch size, so
+    PostgreSQL prepares it once per connection, and sending one text costs the worker a
+    fraction of what adapting arrays of values did.
+    """
+    m = Message
+    held = turn_lease_held_sql(turn_id="w.turn_id", lease_token="w.lease_token", running="%(running)s")
+    allocate = sequences_allocate_sql(
+        count="jsonb_array_length(s.events)",
+        conversation="s.conversation_id",
+        source="stored s",
+        returning=("s.idx", "s.conversation_id", "s.events"),
+    )
+    inserted = insert_select_sql(
+        Event,
+        {
+            "id": "gen_random_uuid()",
+            "created_at": "%(now)s",
+            "updated_at": "%(now)s",
+            "conversation_id": "a.conversation_id",
+            "sequence": "a.last - jsonb_array_length(a.events) + e.position",
+            "kind": "e.value->>'kind'",
+            "turn_id": "(e.value->>'turn_id')::uuid",
+            "data": "e.value->'data'",
+        },
+        "allocated a CROSS JOIN LATERAL jsonb_array_elements(a.events) WITH ORDINALITY AS e(value, position)",
+    )
+    return (
+        "WITH w AS (SELECT * FROM json_to_recordset(%(writes)s::json)"  # noqa: S608 (names from the models)
+        " AS w(idx int, message_id uuid, parts jsonb, turn_id uuid, lease_token text, conversation_id uuid,"
+        " events jsonb)),"
+        f" stored AS (UPDATE {table(m)} m SET {column(m, 'parts')} = w.parts FROM w"
+        f" WHERE m.{column(m, 'id')} = w.message_id AND {held} RETURNING w.idx, w.conversation_id, w.events),"
+        f" allocated(last, idx, conversation_id, events) AS ({allocate}),"
+        f" inserted AS ({inserted})"
+        " SELECT idx, last - jsonb_array_length(events) FROM allocated"
+    )
+
+
+# The settings a turn starts from.
+
+
+def turn_settings_row(*, providers: Sequence[str]) -> tuple[Any, ...]:
+    """Configuration, the sealed key of each provider, the instructions override and the
+    installation with its owner, in one row (one statement: every turn's start reads it)."""
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(_turn_settings_sql(len(providers)), list(providers))
+        return tuple(cursor.fetchone())
+
+
+@cache
+def _turn_settings_sql(providers: int) -> str:
+    config, keys, override, inst = ModelConfiguration, ProviderKey, InstructionOverride, Installation
+    user = get_user_model()
+    sealed = ", ".join(
+        f"(SELECT {column(keys, 'sealed')} FROM {table(keys)} WHERE {column(keys, 'provider')} = %s)"  # noqa: S608
+        for _ in range(providers)
+    )
+    return (
+        f"SELECT (SELECT {column(config, 'provider')} FROM {table(config)}),"  # noqa: S608
+        f" (SELECT {column(config, 'model')} FROM {table(config)}), {sealed},"
+        f" (SELECT {column(override, 'text')} FROM {table(override)}), (SELECT count(*) FROM {table(inst)}),"
+        f" i.{column(inst, 'installation_id')}, i.{column(inst, 'schema_version')}, i.{column(inst, 'owner_username')},"
+        f" u.{column(user, user.USERNAME_FIELD)}, u.{column(user, 'is_active')}"
+        f" FROM (SELECT 1 AS one) AS one LEFT JOIN {table(inst)} i ON 1 = 1"
+        f" LEFT JOIN {table(user)} u ON u.{column(user, 'id')} = i.{column(inst, 'owner')} LIMIT 1"
+    )
+
+
+def synchronous_commit_off_for_transaction() -> None:
+    """PostgreSQL: let this transaction commit without waiting for its WAL flush (batcher.py says why)."""
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")

@@ -1,0 +1,43 @@
+"""The contract's JSON shapes of conversations, messages and turns (PROTOCOL.md `C`, `M`).
+
+Views, sockets and the turn services all build them here, so an object has one shape
+wherever it is sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conversations.models import Conversation, Message, Turn, TurnStatus
+from flarebot.core.times import iso
+
+
+def conversation_json(conversation: Conversation) -> dict[str, Any]:
+    """Return the contract's `C` for one conversation."""
+    return {
+        "id": str(conversation.id),
+        "name": conversation.name,
+        "created_at": iso(conversation.created_at),
+        "updated_at": iso(conversation.updated_at),
+    }
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """Return the contract's `M`."""
+    return {
+        "id": str(message.id),
+        "role": message.role,
+        "parts": message.parts,
+        "created_at": iso(message.created_at),
+        "turn_id": str(message.turn_id),
+    }
+
+
+def turn_json(turn: Turn) -> dict[str, Any]:
+    """Return a turn's state as GET messages shows it (an addition to the contract)."""
+    failed = turn.status == TurnStatus.FAILED
+    return {
+        "id": str(turn.id),
+        "status": turn.status,
+        "error": {"code": turn.error_code, "message": turn.error_message} if failed else None,
+    }
