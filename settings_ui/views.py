@@ -9,7 +9,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods, require_POST
 
+from conversations.instructions import MAX_UTF16 as INSTRUCTIONS_MAX_UTF16
 from conversations.providers.catalog import KEYED_PROVIDERS, PROVIDER_LABELS
+from conversations.services import NAME_MAX_UTF16
+from conversations.turns import MAX_TEXT_UTF16
 from flarebot.core.errors import LimitReached
 from flarebot.core.sessions import SessionState, owner_session_end, owner_session_state
 from flarebot.core.signin import owner_signin
@@ -38,7 +41,7 @@ def home(request: HttpRequest) -> HttpResponse:
     """Show the chat page to the owner; send anyone else to the sign-in page."""
     if not _is_owner(request):
         return HttpResponseRedirect("/login/")
-    return render(request, "chat.html")
+    return render(request, "chat.html", {"limits": {"message": MAX_TEXT_UTF16, "name": NAME_MAX_UTF16}})
 
 
 @require_http_methods(["GET", "HEAD"])
@@ -47,7 +50,8 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     if not _is_owner(request):
         return HttpResponseRedirect("/login/?next=/settings/")
     keyed = [(provider, PROVIDER_LABELS[provider]) for provider in KEYED_PROVIDERS]
-    return render(request, "settings.html", {"keyed_providers": keyed})
+    limits = {"instructions": INSTRUCTIONS_MAX_UTF16}
+    return render(request, "settings.html", {"keyed_providers": keyed, "limits": limits})
 
 
 @csrf_protect

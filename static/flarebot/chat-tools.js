@@ -9,6 +9,7 @@ const STATUS_TEXT = {
   failed: "Failed",
   cancelled: "Stopped",
   interrupted: "Interrupted",
+  unavailable: "Unavailable",
 };
 const JSON_MAX = 20000;
 

@@ -13,7 +13,9 @@ import { ToolCard } from "./chat-tools.js";
 
 const app = document.getElementById("app");
 const $ = (id) => document.getElementById(id);
-const MAX_CHARS = Number(app.dataset.maxChars) || 32000;
+// Limits come from the server (the template), never repeated here.
+const MAX_CHARS = Number(app.dataset.maxChars);
+const MAX_NAME = Number(app.dataset.maxName);
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 10000;
 const ACTIVE = new Set(["queued", "running"]);
@@ -811,7 +813,7 @@ function renameForm(conversation) {
   const form = el("form", "rename-form");
   const input = el("input");
   input.value = conversation.name;
-  input.maxLength = 120;
+  input.maxLength = MAX_NAME;
   input.setAttribute("aria-label", "Conversation name");
   let done = false;
   const cancel = () => {

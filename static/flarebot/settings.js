@@ -4,7 +4,8 @@
 import { ApiError, api as request } from "./api.js";
 
 (function () {
-  const LIMIT = 16000;
+  // Limits come from the server (the template), never repeated here.
+  const LIMIT = Number(document.getElementById("instructions-counter").dataset.limit);
   const LABELS = { anthropic: "Anthropic", openai: "OpenAI", local: "Local" };
   const NEEDS_KEY = { anthropic: true, openai: true };
   const numbers = new Intl.NumberFormat("en-US");

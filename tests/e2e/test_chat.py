@@ -307,7 +307,7 @@ def test_it_shows_each_tool_call_as_a_card_that_opens_to_its_result(
     expect(card).to_have_attribute("data-status", "failed")
     expect(card.locator(".tool-label")).to_have_text("Unknown tool")
     expect(card.locator(".tool-status")).to_have_text("Failed")
-    expect(card.locator(".tool-duration")).to_have_text(re.compile(r"^\d+(\.\d)? m?s$"))
+    expect(card.locator(".tool-duration")).to_have_text("")  # it never ran: nothing to time
     expect(card.locator(".tool-body")).to_be_hidden()
     expect(last_answer(page).locator("h2")).to_have_text("Weather in Lisbon")
     card.locator("summary").click()
