@@ -202,7 +202,7 @@ CELERY_TIMEZONE = "UTC"
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["flarebot.core.api.StrictJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["flarebot.core.api_auth.OwnerSessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["flarebot.core.api_auth.IsOwner"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
