@@ -23,6 +23,8 @@ FLAREBOT_SESSION_LIFETIME = timedelta(hours=8)
 FLAREBOT_SIGNIN_FAILURE_WINDOW = timedelta(minutes=15)
 FLAREBOT_SIGNIN_FAILURES_PER_ACCOUNT = 5
 FLAREBOT_SIGNIN_FAILURES_PER_CLIENT = 20
+# Reverse proxies whose X-Forwarded-For entries are believed (flarebot.core.clients).
+FLAREBOT_TRUSTED_PROXIES = CONFIG.trusted_proxies
 
 ALLOWED_HOSTS = sorted({CONFIG.origin_host, "127.0.0.1", "localhost", "[::1]"})
 
