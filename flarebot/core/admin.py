@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from django.contrib import admin
@@ -33,7 +32,7 @@ OWNER_IDENTITY_FIELDS = ("username", "is_active", "is_staff", "is_superuser")
 class OwnerProtectingUserAdmin(UserAdmin):
     """Django's user admin, with the owner's identifying fields shown but not editable."""
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Sequence[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         readonly = tuple(super().get_readonly_fields(request, obj))
         if obj is not None and Installation.objects.filter(owner_id=obj.pk).exists():
             return readonly + tuple(f for f in OWNER_IDENTITY_FIELDS if f not in readonly)
