@@ -15,6 +15,9 @@ from flarebot.core.sessions import SessionState, owner_session_expires_at, owner
 CLOSE_SESSION_EXPIRED = 4001
 CLOSE_REFUSED = 4003
 CLOSE_NOT_FOUND = 4004
+# A handshake whose query is malformed (after an error frame saying what): the standard
+# "policy violation", as no code of the contract fits.
+CLOSE_INVALID_REQUEST = 1008
 
 
 class ErrorFrame(TypedDict):
