@@ -38,6 +38,7 @@ from flarebot.core.sockets import (
     CLOSE_SESSION_EXPIRED,
     error_frame,
     owner_handshake_check,
+    refuse,
 )
 from flarebot.core.text import ascii_whole_number
 
@@ -87,16 +88,6 @@ def _admission(conversation_id: uuid.UUID, session_key: str) -> int | None:
     if selectors.conversation_get_active(conversation_id=conversation_id) is None:
         return CLOSE_NOT_FOUND
     return None
-
-
-async def refuse(consumer: AsyncWebsocketConsumer, code: int) -> None:
-    """Refuse a handshake with a close code: accept, then close at once, sending nothing else.
-
-    A browser learns the code only from a socket that was accepted; a close before accept
-    is an HTTP 403 to it, and reaches the page as a bare 1006.
-    """
-    await consumer.accept()
-    await consumer.close(code=code)
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
