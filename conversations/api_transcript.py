@@ -15,6 +15,7 @@ from conversations import eventlog, selectors, turns
 from conversations.serializers import message_json, turn_json
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.text import ascii_whole_number
 from tools.selectors import activity_page
 
 
@@ -58,10 +59,10 @@ class EventListApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("after", int)], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, conversation_id: str) -> Response:
         parsed = _active(conversation_id)
-        raw = request.query_params.get("after", "0")
-        if not raw.isdigit() or len(raw) > 18:
+        after = ascii_whole_number(request.query_params.get("after", "0"))
+        if after is None:
             raise InvalidInput("after: must be a whole number of at least 0.", code="invalid_after")
-        frames = eventlog.event_list_after(conversation_id=parsed, after=int(raw))
+        frames = eventlog.event_list_after(conversation_id=parsed, after=after)
         events = [{k: v for k, v in frame.items() if k != "type"} for frame in frames]
         return Response({"events": events, "last_sequence": eventlog.last_sequence(conversation_id=parsed)})
 

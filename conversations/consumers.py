@@ -1,4 +1,9 @@
-"""The conversation socket: authenticate, join the conversation's group, forward frames."""
+"""The conversation socket: authenticate, join the conversation's group, forward frames.
+
+A refused handshake is accepted and closed at once with its code (4001, 4003, 4004), so a
+browser can read it. An admitted socket checks its session again before acting on any
+frame, and closes with 4001 as soon as the session ends, however it ends.
+"""
 
 from __future__ import annotations
 
@@ -18,14 +23,24 @@ from conversations import eventlog, selectors, turns
 from conversations.eventlog import EventFrame, EventsPublished
 from conversations.events import conversation_group
 from conversations.frames import parse_client_frame
-from flarebot.core.errors import FlarebotError, Unavailable
-from flarebot.core.sessions import session_group
+from flarebot.core.errors import FlarebotError, InvalidInput, Unavailable
+from flarebot.core.sessions import (
+    OWNER_SOCKETS_GROUP,
+    SessionEnded,
+    SessionRecheck,
+    SessionState,
+    owner_session_recheck,
+    session_group,
+)
 from flarebot.core.sockets import (
+    CLOSE_INVALID_REQUEST,
     CLOSE_NOT_FOUND,
     CLOSE_SESSION_EXPIRED,
     error_frame,
     owner_handshake_check,
+    refuse,
 )
+from flarebot.core.text import ascii_whole_number
 
 T = TypeVar("T")
 
@@ -39,10 +54,10 @@ def _db(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     return database_sync_to_async(function, thread_sensitive=False)
 
 
-def _last_sequence_param(scope: dict[str, Any]) -> int:
-    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("last_sequence", ["0"])
-    value = values[-1]
-    return int(value) if value.isdigit() and len(value) <= 18 else 0
+def _last_sequence_param(scope: dict[str, Any]) -> int | None:
+    """Return the `last_sequence` query parameter (0 when absent), or None when malformed."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("last_sequence")
+    return 0 if values is None else ascii_whole_number(values[-1])
 
 
 @_db
@@ -61,8 +76,18 @@ def _cancel(conversation_id: uuid.UUID) -> None:
 
 
 @_db
-def _conversation_is_active(conversation_id: uuid.UUID) -> bool:
-    return selectors.conversation_get_active(conversation_id=conversation_id) is not None
+def _session_is_valid(session_key: str) -> bool:
+    return owner_session_recheck(session_key=session_key) is SessionState.VALID
+
+
+@_db
+def _admission(conversation_id: uuid.UUID, session_key: str) -> int | None:
+    """Check the session and the conversation again, now that the socket listens: a close code, or None."""
+    if owner_session_recheck(session_key=session_key) is not SessionState.VALID:
+        return CLOSE_SESSION_EXPIRED
+    if selectors.conversation_get_active(conversation_id=conversation_id) is None:
+        return CLOSE_NOT_FOUND
+    return None
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
@@ -82,29 +107,41 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         await handler(message)
 
     async def connect(self) -> None:
+        self.admitted = False
+        self.joined: list[str] = []
         handshake = await _db(owner_handshake_check)(self.scope)
-        if handshake.refusal is not None:
-            await self.close(code=handshake.refusal)
+        if handshake.refusal is not None or handshake.session_key is None:
+            await refuse(self, handshake.refusal or CLOSE_SESSION_EXPIRED)
             return
+        self.session_key = handshake.session_key
         try:
             self.conversation_id = uuid.UUID(self.scope["url_route"]["kwargs"]["conversation_id"])
         except ValueError:
-            await self.close(code=CLOSE_NOT_FOUND)
+            await refuse(self, CLOSE_NOT_FOUND)
             return
-        # Subscribe before checking the conversation, so a deletion that commits in
-        # between is still seen as the group's `conversation.deleted` message.
-        self.joined = [conversation_group(self.conversation_id), session_group(handshake.session_key or "")]
+        last_sequence = _last_sequence_param(self.scope)
+        if last_sequence is None:
+            await self.accept()
+            error = InvalidInput("last_sequence: must be a whole number of at least 0.", code="invalid_last_sequence")
+            await self.send(text_data=json.dumps(error_frame(error)))
+            await self.close(code=CLOSE_INVALID_REQUEST)
+            return
+        # Subscribe before checking again, so that a deletion or a sign-out that commits
+        # in between still reaches this socket as its group's message.
+        self.joined = [conversation_group(self.conversation_id), session_group(self.session_key), OWNER_SOCKETS_GROUP]
         for group in self.joined:
             await self.channel_layer.group_add(group, self.channel_name)
-        if not await _conversation_is_active(self.conversation_id):
-            await self.disconnect(CLOSE_NOT_FOUND)
-            await self.close(code=CLOSE_NOT_FOUND)
+        refusal = await _admission(self.conversation_id, self.session_key)
+        if refusal is not None:
+            await self._leave_groups()
+            await refuse(self, refusal)
             return
         await self.accept()
+        self.admitted = True
         self.expiry_task = asyncio.create_task(self._close_at(handshake.expires_at))
         # Group messages that arrive during the replay wait in this consumer's queue and
         # are handled after it, deduplicated by sequence.
-        self.last_sent = _last_sequence_param(self.scope)
+        self.last_sent = last_sequence
         await self._catch_up(until=None)
 
     async def _catch_up(self, *, until: int | None) -> None:
@@ -120,6 +157,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 return
 
     async def events_published(self, message: EventsPublished) -> None:
+        if not self.admitted:
+            return  # queued while a refused handshake was being closed
         for frame in message["frames"]:
             sequence = frame["sequence"]
             if sequence <= self.last_sent:
@@ -131,16 +170,34 @@ class ConversationConsumer(AsyncWebsocketConsumer):
 
     async def _close_at(self, expires_at: Any) -> None:
         await asyncio.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()))
-        await self.close(code=CLOSE_SESSION_EXPIRED)
+        await self._end(CLOSE_SESSION_EXPIRED)
+
+    async def _end(self, code: int) -> None:
+        """Close an admitted socket; nothing it still receives is acted on."""
+        if self.admitted:
+            self.admitted = False
+            await self.close(code=code)
+
+    async def _leave_groups(self) -> None:
+        joined, self.joined = self.joined, []
+        for group in joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def disconnect(self, code: int) -> None:
+        self.admitted = False
         task = getattr(self, "expiry_task", None)
         if task is not None:
             task.cancel()
-        for group in getattr(self, "joined", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
+        await self._leave_groups()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if not self.admitted:
+            return
+        # The session may have ended in a way no group message announced (a re-keyed
+        # session, a message lost with Redis): act on nothing for a session HTTP would refuse.
+        if not await _session_is_valid(self.session_key):
+            await self._end(CLOSE_SESSION_EXPIRED)
+            return
         try:
             frame = parse_client_frame(text_data, bytes_data)
             if frame["type"] == "user_message":
@@ -157,14 +214,18 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps(error_frame(error)))
 
     async def conversation_deleted(self, message: dict[str, Any]) -> None:
-        await self.close(code=CLOSE_NOT_FOUND)
+        await self._end(CLOSE_NOT_FOUND)
 
-    async def session_ended(self, message: dict[str, Any]) -> None:
-        await self.close(code=CLOSE_SESSION_EXPIRED)
+    async def session_ended(self, message: SessionEnded) -> None:
+        await self._end(CLOSE_SESSION_EXPIRED)
+
+    async def session_recheck(self, message: SessionRecheck) -> None:
+        if self.admitted and not await _session_is_valid(self.session_key):
+            await self._end(CLOSE_SESSION_EXPIRED)
 
 
 class UnknownRouteConsumer(AsyncWebsocketConsumer):
     """Refuse sockets on any path that is not a conversation."""
 
     async def connect(self) -> None:
-        await self.close(code=CLOSE_NOT_FOUND)
+        await refuse(self, CLOSE_NOT_FOUND)

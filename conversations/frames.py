@@ -6,11 +6,11 @@ InvalidInput; the consumer answers with an error frame and changes nothing.
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any, Literal, TypedDict
 
 from flarebot.core.errors import InvalidInput, TooLarge
+from flarebot.core.json_input import JsonRefused, json_parse
 
 # A 32,000-character message JSON-escaped (\uXXXX surrogate pairs) stays well below this.
 MAX_FRAME_BYTES = 256 * 1024
@@ -55,8 +55,8 @@ def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> Clien
     if len(text_data.encode("utf-8", "surrogatepass")) > MAX_FRAME_BYTES:
         raise TooLarge("The frame is too large.", code="frame_too_large")
     try:
-        frame: Any = json.loads(text_data)
-    except ValueError:
+        frame: Any = json_parse(text_data)
+    except JsonRefused:
         raise InvalidInput("The frame is not valid JSON.", code="invalid_frame") from None
     if not isinstance(frame, dict):
         raise InvalidInput("The frame must be a JSON object.", code="invalid_frame")

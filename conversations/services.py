@@ -22,7 +22,7 @@ from conversations.signals import conversation_torn_down
 from conversations.titles import DEFAULT_NAME
 from conversations.turns import turns_stop_for_deletion, turns_wait_stopped
 from flarebot.core.errors import InvalidInput, NotFound
-from flarebot.core.text import has_control_characters, utf16_length
+from flarebot.core.text import has_control_characters, has_disguising_characters, utf16_length
 from tools.activity import activities_delete
 from tools.registry import GRACE
 from tools.services import tools_release_conversation
@@ -41,6 +41,8 @@ def conversation_name_clean(raw: str) -> str:
         raise InvalidInput(f"name: must be 1-{NAME_MAX_UTF16} characters (UTF-16 code units).", code="invalid_name")
     if has_control_characters(raw):
         raise InvalidInput("name: must not contain control characters.", code="invalid_name")
+    if has_disguising_characters(raw):
+        raise InvalidInput("name: must not contain direction controls or invisible characters.", code="invalid_name")
     trimmed = raw.strip()
     if not trimmed:
         raise InvalidInput("name: must not be blank.", code="invalid_name")

@@ -18,7 +18,8 @@ from flarebot.core.heap import heap_settle  # noqa: E402
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        # Origin, session and owner are checked by the consumer's handshake before accept.
+        # Origin, session and owner are checked by the consumer before it admits a socket;
+        # a refused one is accepted and closed at once with its code (flarebot.core.sockets).
         "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
     }
 )

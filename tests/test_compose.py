@@ -1,5 +1,6 @@
 """The production compose file describes the documented topology."""
 
+import ipaddress
 from pathlib import Path
 
 import yaml
@@ -51,3 +52,13 @@ def test_it_runs_the_worker_on_every_queue_and_beat_once():
     worker_command = services["worker"]["command"]
     assert worker_command[worker_command.index("-Q") + 1] == "turns,tools,default"
     assert services["beat"]["deploy"]["replicas"] == 1
+
+
+def test_it_lets_web_believe_x_forwarded_for_only_from_its_own_network():
+    document = compose()
+    web = document["services"]["web"]
+    subnet = document["networks"]["default"]["ipam"]["config"][0]["subnet"]
+
+    assert "--proxy-headers" not in web["command"]
+    assert web["environment"]["FLAREBOT_TRUSTED_PROXIES"] == subnet
+    assert ipaddress.ip_network(subnet).is_private

@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from http.cookies import Morsel, SimpleCookie
 
@@ -20,12 +23,12 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin
 
 from conversations.models import Conversation, ConversationState
-from flarebot.core.models import Installation
+from flarebot.core.models import Installation, SignInFailure
 from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
 from tests.support.live import LiveStack
 
@@ -152,21 +155,153 @@ def test_it_signs_the_owner_in_over_http_and_opens_the_api_only_to_that_session(
     assert allowed.headers["Cache-Control"] == "no-store"
 
 
-def test_it_refuses_a_foreign_origin_in_the_real_handshake_and_accepts_the_owner(
+def ws_url(live: LiveStack, path: str) -> str:
+    return live.base_url.replace("http://", "ws://", 1) + path
+
+
+def close_code(socket: ClientConnection) -> int:
+    """Wait for the server to close the socket and return its code; any frame before that fails the test."""
+    with pytest.raises(ConnectionClosed) as closed:  # a frame first fails here: DID NOT RAISE
+        socket.recv(timeout=WAIT_SECONDS)
+    assert closed.value.rcvd is not None, "the server closed without a close frame"
+    return closed.value.rcvd.code
+
+
+def refusal_code(live: LiveStack, path: str, *, cookie: str | None, origin: str) -> int:
+    """Open a socket as a browser would and return the code it is closed with."""
+    headers = {"Cookie": f"{SESSION_COOKIE}={cookie}"} if cookie is not None else {}
+    with connect(
+        ws_url(live, path), origin=Origin(origin), additional_headers=headers, proxy=None, open_timeout=HTTP_TIMEOUT
+    ) as socket:
+        return close_code(socket)
+
+
+def test_it_accepts_a_refused_handshake_and_closes_it_with_its_code_so_browsers_can_read_it(
     live_stack: LiveStack, owner: Installation
 ) -> None:
     session_key = owner_session(live_stack)
-    conversation_id = create_conversation(live_stack, session_key, "Handshake")
+    signed_out_key = owner_session(live_stack)
+    assert sign_out(live_stack, signed_out_key).status_code == 302
+    conversation_id = create_conversation(live_stack, session_key, "Handshakes")
+    deleted_id = create_conversation(live_stack, session_key, "Deleted")
+    assert api(live_stack, "DELETE", f"/api/conversations/{deleted_id}/", session_key).status_code == 204
+    path = f"/ws/conversations/{conversation_id}/"
+    origin = live_stack.origin
 
-    with pytest.raises(InvalidStatus) as refused:
-        open_socket(live_stack, conversation_id, session_key, origin="https://evil.example")
+    codes = {
+        "no session": refusal_code(live_stack, path, cookie=None, origin=origin),
+        "signed-out session": refusal_code(live_stack, path, cookie=signed_out_key, origin=origin),
+        "made-up session": refusal_code(live_stack, path, cookie="x" * 32, origin=origin),
+        "foreign origin": refusal_code(live_stack, path, cookie=session_key, origin="https://evil.example"),
+        "unknown conversation": refusal_code(
+            live_stack, f"/ws/conversations/{uuid.uuid4()}/", cookie=session_key, origin=origin
+        ),
+        "deleted conversation": refusal_code(
+            live_stack, f"/ws/conversations/{deleted_id}/", cookie=session_key, origin=origin
+        ),
+        "unknown path": refusal_code(live_stack, "/ws/elsewhere/", cookie=session_key, origin=origin),
+    }
+
+    assert codes == {
+        "no session": 4001,
+        "signed-out session": 4001,
+        "made-up session": 4001,
+        "foreign origin": 4003,
+        "unknown conversation": 4004,
+        "deleted conversation": 4004,
+        "unknown path": 4004,
+    }
     with open_socket(live_stack, conversation_id, session_key) as socket:
         socket.send('{"type": "no_such_frame"}')
         answer = json.loads(socket.recv(timeout=HTTP_TIMEOUT))
-
-    assert refused.value.response.status_code == 403
     assert answer["type"] == "error"
     assert answer["code"] == "unknown_frame_type"
+
+
+def admin_sign_out(live: LiveStack, session_key: str) -> httpx.Response:
+    """Sign out with the admin's own button: the CSRF token of the admin page, then POST /admin/logout/."""
+    page = httpx.get(
+        f"{live.base_url}/admin/", headers={"Cookie": f"{SESSION_COOKIE}={session_key}"}, timeout=HTTP_TIMEOUT
+    )
+    assert page.status_code == 200
+    csrf_cookie = set_cookies(page)[CSRF_COOKIE]
+    ISSUED_SECRETS.add(csrf_cookie)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token is not None
+    return httpx.post(
+        f"{live.base_url}/admin/logout/",
+        data={"csrfmiddlewaretoken": token.group(1)},
+        headers={"Origin": live.origin, "Cookie": f"{SESSION_COOKIE}={session_key}; {CSRF_COOKIE}={csrf_cookie}"},
+        timeout=HTTP_TIMEOUT,
+    )
+
+
+def test_it_closes_the_real_socket_with_4001_when_the_owner_signs_out_in_the_admin(
+    live_stack: LiveStack, owner: Installation
+) -> None:
+    session_key = owner_session(live_stack)
+    conversation_id = create_conversation(live_stack, session_key, "Admin sign-out")
+
+    with open_socket(live_stack, conversation_id, session_key) as socket:
+        signed_out = admin_sign_out(live_stack, session_key)
+        code = close_code(socket)
+
+    assert signed_out.status_code == 200
+    assert code == 4001
+    assert api(live_stack, "GET", "/api/conversations/", session_key).status_code == 401
+
+
+def test_it_throttles_the_real_peer_whatever_x_forwarded_for_says(live_stack: LiveStack, owner: Installation) -> None:
+    page = httpx.get(f"{live_stack.base_url}/login/", timeout=HTTP_TIMEOUT)
+    csrf_cookie = set_cookies(page)[CSRF_COOKIE]
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token is not None
+
+    def attempt(password: str, forwarded: str) -> int:
+        response = httpx.post(
+            f"{live_stack.base_url}/login/",
+            data={"csrfmiddlewaretoken": token.group(1), "username": OWNER_USERNAME, "password": password},
+            headers={
+                "Origin": live_stack.origin,
+                "Cookie": f"{CSRF_COOKIE}={csrf_cookie}",
+                "X-Forwarded-For": forwarded,
+            },
+            timeout=HTTP_TIMEOUT,
+        )
+        return response.status_code
+
+    guesses = [attempt(f"wrong-guess-{n}", f"198.51.100.{n}") for n in range(6)]
+
+    assert guesses == [400] * 5 + [429]
+    assert attempt(OWNER_PASSWORD, "198.51.100.250") == 429
+    assert set(SignInFailure.objects.values_list("client", flat=True)) == {"127.0.0.1"}
+
+
+def test_it_checks_no_more_passwords_than_the_limit_when_forty_arrive_at_once(
+    live_stack: LiveStack, owner: Installation
+) -> None:
+    for n in range(7):
+        SignInFailure.objects.create(client="127.0.0.1", account=f"earlier{n}")
+    page = httpx.get(f"{live_stack.base_url}/login/", timeout=HTTP_TIMEOUT)
+    csrf_cookie = set_cookies(page)[CSRF_COOKIE]
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token is not None
+    start = threading.Barrier(40)
+
+    def attempt(n: int) -> int:
+        start.wait()
+        return httpx.post(
+            f"{live_stack.base_url}/login/",
+            data={"csrfmiddlewaretoken": token.group(1), "username": OWNER_USERNAME, "password": f"wrong-{n}"},
+            headers={"Origin": live_stack.origin, "Cookie": f"{CSRF_COOKIE}={csrf_cookie}"},
+            timeout=WAIT_SECONDS,
+        ).status_code
+
+    with ThreadPoolExecutor(max_workers=40) as pool:
+        statuses = Counter(pool.map(attempt, range(40)))
+
+    assert statuses == Counter({400: 5, 429: 35})
+    assert SignInFailure.objects.filter(client="127.0.0.1").count() == 7 + 5
 
 
 def test_it_closes_the_socket_with_4004_and_tears_the_conversation_down_when_deleted_over_http(
@@ -197,12 +332,10 @@ def test_it_closes_the_real_socket_with_4001_when_the_owner_signs_out(
 
     with open_socket(live_stack, conversation_id, session_key) as socket:
         signed_out = sign_out(live_stack, session_key)
-        with pytest.raises(ConnectionClosed) as closed:
-            socket.recv(timeout=WAIT_SECONDS)
+        code = close_code(socket)
 
     assert signed_out.status_code == 302
-    assert closed.value.rcvd is not None
-    assert closed.value.rcvd.code == 4001
+    assert code == 4001
     assert api(live_stack, "GET", "/api/conversations/", session_key).status_code == 401
 
 

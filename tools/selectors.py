@@ -6,7 +6,7 @@ import base64
 import binascii
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db.models import Q
 
@@ -37,8 +37,10 @@ def _cursor_parse(cursor: str) -> tuple[datetime, uuid.UUID]:
         at = datetime.fromisoformat(created)
         if at.tzinfo is None:
             raise ValueError
-        return at, uuid.UUID(row_id)
-    except (ValueError, binascii.Error, UnicodeDecodeError) as error:
+        # In UTC, as the database compares it: a cursor near year 1 or 9999 whose offset
+        # crosses the year's edge overflows here, not in the query.
+        return at.astimezone(UTC), uuid.UUID(row_id)
+    except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError) as error:
         raise InvalidInput("before: not a cursor this endpoint returned.", code="invalid_cursor") from error
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import IO, Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import exceptions, serializers
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from flarebot.core.errors import FlarebotError, InvalidInput, error_body
+from flarebot.core.json_input import JsonRefused, json_parse
 
 _DRF_CODES = {
     exceptions.NotAuthenticated: "not_authenticated",
@@ -60,6 +62,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             response["Retry-After"] = str(int(wait))
         return response
     return None
+
+
+class StrictJSONParser(JSONParser):
+    """DRF's JSON parser, refusing what `json_parse` refuses (deep nesting, lone surrogates)."""
+
+    def parse(self, stream: IO[bytes], media_type: str | None = None, parser_context: Any = None) -> Any:
+        try:
+            return json_parse(stream.read().decode("utf-8"))
+        except (JsonRefused, UnicodeDecodeError):
+            raise exceptions.ParseError("The body must be valid JSON.") from None
 
 
 class StrictSerializer(serializers.Serializer):

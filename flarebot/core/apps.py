@@ -14,7 +14,10 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from flarebot.core import schema  # noqa: F401  (registers the OpenAPI extension)
+        from flarebot.core import (
+            schema,  # noqa: F401  (registers the OpenAPI extension)
+            sessions,  # noqa: F401  (connects the receivers that close sockets)
+        )
 
 
 class FlarebotAdminConfig(admin_apps.AdminConfig):

@@ -7,6 +7,7 @@ configuration only through this module, so nothing exists only in production.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from dataclasses import dataclass
@@ -107,6 +108,7 @@ class FlarebotConfig:
     stream_idle_timeout: float
     worker_concurrency: int
     worker_processes: int
+    trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 
     @property
     def production(self) -> bool:
@@ -149,7 +151,24 @@ def load_config() -> FlarebotConfig:
         stream_idle_timeout=float(env_int("FLAREBOT_STREAM_IDLE_TIMEOUT", 60, minimum=1, maximum=600)),
         worker_concurrency=env_int("FLAREBOT_WORKER_CONCURRENCY", 128, minimum=1, maximum=1024),
         worker_processes=env_int("FLAREBOT_WORKER_PROCESSES", default_worker_processes(), minimum=1, maximum=64),
+        trusted_proxies=env_networks("FLAREBOT_TRUSTED_PROXIES"),
     )
+
+
+def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Return comma-separated addresses or networks (CIDR) as networks; empty when unset."""
+    networks = []
+    for entry in (_raw(name) or "").split(","):
+        if not entry.strip():
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+        except ValueError:
+            raise ConfigurationError(
+                f"{name} must be comma-separated IP addresses or networks such as 172.30.80.0/24; "
+                f"{entry.strip()[:60]!r} is neither"
+            ) from None
+    return tuple(dict.fromkeys(networks))
 
 
 def default_worker_processes() -> int:

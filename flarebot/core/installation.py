@@ -52,10 +52,9 @@ def owner_create(*, username: str, password: str) -> Installation:
                 raise Conflict("Flarebot already has an owner; there can be only one.", code="owner_exists")
             if user_model.objects.filter(username=username).exists():
                 raise Conflict("A user with that username already exists.", code="username_taken")
-            user = user_model.objects.create_user(username=username, password=password)
-            user.is_staff = True
-            user.is_superuser = True
-            user.save(update_fields=["is_staff", "is_superuser"])
+            user = user_model.objects.create_user(
+                username=username, password=password, is_staff=True, is_superuser=True
+            )
             return Installation.objects.create(
                 schema_version=settings.FLAREBOT_SCHEMA_VERSION,
                 owner=user,

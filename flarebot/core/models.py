@@ -46,17 +46,18 @@ class Installation(BaseModel):
 
 
 class SignInFailure(BaseModel):
-    """One failed sign-in, kept for the throttle window."""
+    """One sign-in attempt, counted before its password is checked; it stays as a failure unless it succeeded."""
 
     client = models.CharField(max_length=64)
     account = models.CharField(max_length=150)
 
     class Meta:
         indexes = [
-            # signin_throttle_check: failures of one client and account in the window
+            # signin_attempt_reserve: attempts of one client and account in the window
             models.Index(fields=["client", "account", "created_at"], name="core_signinfail_client_acct"),
-            # signin_throttle_check: failures of one client in the window; and the purge
+            # signin_attempt_reserve: attempts of one client in the window
             models.Index(fields=["client", "created_at"], name="core_signinfail_client"),
+            # signin_attempt_reserve: the purge of attempts older than the window
             models.Index(fields=["created_at"], name="core_signinfail_created"),
         ]
 

@@ -188,3 +188,20 @@ def rows_update(model: type[models.Model], where: Mapping[str, Any], values: Map
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {table(model)} SET {sets} WHERE {conditions}", params)  # noqa: S608
         return int(cursor.rowcount)
+
+
+def transaction_lock(key: str) -> None:
+    """Hold a lock named `key` until the current transaction ends: its holders run one at a time.
+
+    PostgreSQL: a transaction-scoped advisory lock on a 64-bit hash of the key (another key
+    with the same hash would only wait as well). SQLite: every transaction here begins
+    IMMEDIATE (settings), so it already holds the database's only write lock.
+    """
+    connection = _connection()
+    if not connection.in_atomic_block:
+        raise RuntimeError("transaction_lock needs a transaction")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+    elif connection.settings_dict["OPTIONS"].get("transaction_mode") != "IMMEDIATE":
+        raise RuntimeError("transaction_lock needs SQLite transactions to begin IMMEDIATE")

@@ -1,36 +1,58 @@
 """The owner's session: what makes it valid, when it expires, and how it ends.
 
 HTTP middleware and the WebSocket handshake both decide through `owner_session_state`,
-so a socket is never accepted for a session that HTTP would refuse.
+so a socket is never accepted for a session that HTTP would refuse; an open socket asks
+`owner_session_recheck` (the same rule, from the stored session) before it acts on any
+frame. Every way a session ends reaches its open sockets at once: a sign-out (any
+`logout()`: /logout/, the admin's, an expired session's) tells the session's group, and
+any change to the owner's row or the installation (a new password, a renamed or
+deactivated owner) tells every socket to re-check.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
+import logging
 from datetime import datetime
-from typing import Literal, TypedDict
+from importlib import import_module
+from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.contrib.auth import login, logout
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, login, logout
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.signals import user_logged_out
 from django.contrib.sessions.backends.base import SessionBase
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 
-from flarebot.core.installation import user_is_owner
+from flarebot.core.installation import installation_get_verified, user_is_owner
 from flarebot.core.models import Installation
+
+logger = logging.getLogger(__name__)
 
 AUTH_AT_KEY = "flarebot_auth_at"
 INSTALLATION_KEY = "flarebot_installation"
+# Every open conversation socket: all of them are the owner's.
+OWNER_SOCKETS_GROUP = "owner-sockets"
 
 
 class SessionEnded(TypedDict):
     """Sent to a session's group on sign-out: its sockets close with 4001."""
 
     type: Literal["session.ended"]
+
+
+class SessionRecheck(TypedDict):
+    """Sent to every socket when the owner's row or the installation changed: each re-checks its session."""
+
+    type: Literal["session.recheck"]
 
 
 class SessionState(enum.Enum):
@@ -85,8 +107,71 @@ def session_group(session_key: str) -> str:
 
 
 def owner_session_end(*, request: HttpRequest) -> None:
-    """Sign out and close every socket that was opened with this session (4001)."""
-    session_key = request.session.session_key
+    """Sign out; the session's sockets close with 4001 (see `_session_signed_out`)."""
     logout(request)
+
+
+def _session_user(session: SessionBase, owner: AbstractBaseUser) -> AbstractBaseUser | AnonymousUser:
+    """Return the owner if the session is signed in as the owner, else an anonymous user.
+
+    What `django.contrib.auth.get_user` decides for HTTP, with the owner already at hand
+    and without its side effects: a session whose auth hash no longer matches (the
+    password changed since) is not the owner's, but is not flushed or re-keyed here, as
+    the browser holding its cookie would not learn of a new key.
+    """
+    if session.get(SESSION_KEY) != owner._meta.pk.value_to_string(owner):
+        return AnonymousUser()
+    if session.get(BACKEND_SESSION_KEY) not in settings.AUTHENTICATION_BACKENDS:
+        return AnonymousUser()
+    stored = session.get(HASH_SESSION_KEY)
+    hashes = [owner.get_session_auth_hash(), *owner.get_session_auth_fallback_hash()]
+    if not isinstance(stored, str) or not any(constant_time_compare(stored, h) for h in hashes):
+        return AnonymousUser()
+    return owner
+
+
+def owner_session_recheck(*, session_key: str) -> SessionState:
+    """Classify a stored session now, as a request bringing its cookie would be (two queries)."""
+    installation = installation_get_verified()
+    if installation is None:
+        return SessionState.NOT_OWNER
+    store: SessionBase = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
+    # Loading finds nothing for a deleted or expired session: it is then anonymous.
+    user = _session_user(store, installation.owner)
+    return owner_session_state(session=store, user=user, installation=installation)
+
+
+def _group_send(group: str, message: SessionEnded | SessionRecheck) -> None:
+    try:
+        async_to_sync(get_channel_layer().group_send)(group, message)
+    except Exception:
+        # Sockets re-check their session before acting on any frame, so one that missed
+        # this still acts on nothing; it closes then, or when its session's time is up.
+        logger.warning("could not tell open sockets that a session ended", exc_info=True)
+
+
+@receiver(user_logged_out, dispatch_uid="flarebot.sessions.signed_out")
+def _session_signed_out(sender: Any, request: HttpRequest | None, **kwargs: Any) -> None:
+    session_key = request.session.session_key if request is not None else None
     if session_key:
-        async_to_sync(get_channel_layer().group_send)(session_group(session_key), SessionEnded(type="session.ended"))
+        _group_send(session_group(session_key), SessionEnded(type="session.ended"))
+
+
+def owner_sockets_recheck() -> None:
+    """Have every open socket re-check its session once the current transaction commits."""
+    transaction.on_commit(lambda: _group_send(OWNER_SOCKETS_GROUP, SessionRecheck(type="session.recheck")))
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL, dispatch_uid="flarebot.sessions.user_saved")
+@receiver(post_save, sender=Installation, dispatch_uid="flarebot.sessions.installation_saved")
+def _owner_row_saved(sender: Any, created: bool, update_fields: frozenset[str] | None, **kwargs: Any) -> None:
+    # A new row has no sockets yet, and a sign-in's last_login stamp changes nothing a
+    # session depends on.
+    if not created and update_fields != frozenset({"last_login"}):
+        owner_sockets_recheck()
+
+
+@receiver(post_delete, sender=settings.AUTH_USER_MODEL, dispatch_uid="flarebot.sessions.user_deleted")
+@receiver(post_delete, sender=Installation, dispatch_uid="flarebot.sessions.installation_deleted")
+def _owner_row_deleted(sender: Any, **kwargs: Any) -> None:
+    owner_sockets_recheck()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict
 
+from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from flarebot.core.errors import FlarebotError
@@ -15,6 +16,9 @@ from flarebot.core.sessions import SessionState, owner_session_expires_at, owner
 CLOSE_SESSION_EXPIRED = 4001
 CLOSE_REFUSED = 4003
 CLOSE_NOT_FOUND = 4004
+# A handshake whose query is malformed (after an error frame saying what): the standard
+# "policy violation", as no code of the contract fits.
+CLOSE_INVALID_REQUEST = 1008
 
 
 class ErrorFrame(TypedDict):
@@ -59,3 +63,13 @@ def owner_handshake_check(scope: dict[str, Any]) -> Handshake:
     if state is not SessionState.VALID:
         return Handshake(refusal=CLOSE_SESSION_EXPIRED)
     return Handshake(refusal=None, expires_at=owner_session_expires_at(session), session_key=session.session_key)
+
+
+async def refuse(consumer: AsyncWebsocketConsumer, code: int) -> None:
+    """Refuse a handshake with a close code: accept, then close at once, sending nothing else.
+
+    A browser learns the code only from a socket that was accepted: a close before accept
+    is an HTTP 403 to it, and reaches the page as a bare 1006.
+    """
+    await consumer.accept()
+    await consumer.close(code=code)

@@ -23,6 +23,8 @@ FLAREBOT_SESSION_LIFETIME = timedelta(hours=8)
 FLAREBOT_SIGNIN_FAILURE_WINDOW = timedelta(minutes=15)
 FLAREBOT_SIGNIN_FAILURES_PER_ACCOUNT = 5
 FLAREBOT_SIGNIN_FAILURES_PER_CLIENT = 20
+# Reverse proxies whose X-Forwarded-For entries are believed (flarebot.core.clients).
+FLAREBOT_TRUSTED_PROXIES = CONFIG.trusted_proxies
 
 ALLOWED_HOSTS = sorted({CONFIG.origin_host, "127.0.0.1", "localhost", "[::1]"})
 
@@ -209,7 +211,7 @@ CELERY_TIMEZONE = "UTC"
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["flarebot.core.api.StrictJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["flarebot.core.api_auth.OwnerSessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["flarebot.core.api_auth.IsOwner"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

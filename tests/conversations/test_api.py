@@ -133,6 +133,51 @@ def test_it_refuses_a_name_outside_the_contract(owner_client, name):
     assert not Conversation.objects.exists()
 
 
+DISGUISED_NAMES = {
+    "right-to-left-override": "invoice\u202efdp.exe",
+    "left-to-right-override": "\u202dplans",
+    "embedding": "\u202aplans\u202c",
+    "right-to-left-embedding": "\u202bplans",
+    "isolate": "\u2066plans\u2069",
+    "first-strong-isolate": "\u2068plans",
+    "right-to-left-isolate": "\u2067plans",
+    "right-to-left-mark": "plans\u200f",
+    "left-to-right-mark": "\u200eplans",
+    "arabic-letter-mark": "\u061cplans",
+    "zero-width-space": "pl\u200bans",
+    "zero-width-non-joiner": "pl\u200cans",
+    "zero-width-joiner-between-letters": "pl\u200dans",
+    "zero-width-joiner-alone": "\u200d",
+    "word-joiner": "plans\u2060",
+    "byte-order-mark": "\ufeffplans",
+    "invisible-times": "x\u2062y",
+}
+
+
+@pytest.mark.parametrize("name", DISGUISED_NAMES.values(), ids=DISGUISED_NAMES.keys())
+def test_it_refuses_a_name_with_direction_controls_or_invisible_characters(owner_client, conversation, name):
+    before = snapshot()
+
+    created = create(owner_client, {"name": name})
+    renamed = rename(owner_client, conversation.id, {"name": name})
+
+    assert_error(created, 400, "invalid_name")
+    assert_error(renamed, 400, "invalid_name")
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["👩\u200d💻 Work", "🏳\ufe0f\u200d🌈 Pride", "👨🏽\u200d💻 Code", "שלום world", "مرحبا"],
+    ids=["zwj-emoji", "zwj-after-presentation-selector", "zwj-after-skin-tone", "hebrew", "arabic"],
+)
+def test_it_accepts_emoji_sequences_and_right_to_left_scripts_in_a_name(owner_client, name):
+    response = create(owner_client, {"name": name})
+
+    assert response.status_code == 201, response.content
+    assert Conversation.objects.get().name == name
+
+
 def test_it_stores_the_name_trimmed(owner_client, conversation):
     created = create(owner_client, {"name": "  Garden ideas \u3000"})
     renamed = rename(owner_client, conversation.id, {"name": "\u2003Reading list 2  "})

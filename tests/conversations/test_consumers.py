@@ -13,6 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any, cast
+from urllib.parse import urlencode
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -21,6 +22,7 @@ from channels.testing import WebsocketCommunicator
 from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY, get_user_model
+from django.contrib.auth.hashers import make_password
 from django.contrib.sessions.backends.db import SessionStore
 from django.contrib.sessions.models import Session
 from django.test import Client
@@ -32,7 +34,7 @@ from conversations.models import Conversation
 from flarebot.asgi import application
 from flarebot.core.models import Installation
 from flarebot.core.sessions import AUTH_AT_KEY, INSTALLATION_KEY
-from tests.conftest import signed_in_client
+from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME, signed_in_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -123,6 +125,13 @@ async def send_frame(
     await communicator.send_input(event)
 
 
+async def expect_refused(communicator: WebsocketCommunicator, code: int) -> None:
+    """The handshake is accepted and closed at once with the code, with nothing sent before."""
+    assert await communicator.connect(timeout=CLOSE_TIMEOUT) == (True, None)
+    await expect_close(communicator, code)
+    assert await communicator.receive_nothing(timeout=0.1)
+
+
 async def expect_error_frame(communicator: WebsocketCommunicator, code: str) -> None:
     frame = json.loads(await communicator.receive_from(timeout=CLOSE_TIMEOUT))
     assert set(frame) == {"type", "code", "message"}
@@ -179,8 +188,7 @@ async def test_it_refuses_a_handshake_without_a_live_session_with_4001(
 
     communicator = sockets(conversation_path(conversation.id), headers)
 
-    assert await communicator.connect(timeout=CLOSE_TIMEOUT) == (False, 4001)
-    assert await communicator.receive_nothing(timeout=0.1)
+    await expect_refused(communicator, 4001)
 
 
 def wrong_origin(session_key: str) -> list[tuple[bytes, bytes]]:
@@ -251,8 +259,7 @@ async def test_it_refuses_a_foreign_origin_or_a_non_owner_with_4003(
 
     communicator = sockets(conversation_path(conversation.id), headers)
 
-    assert await communicator.connect(timeout=CLOSE_TIMEOUT) == (False, 4003)
-    assert await communicator.receive_nothing(timeout=0.1)
+    await expect_refused(communicator, 4003)
 
 
 def unknown_conversation(conversation: Conversation) -> str:
@@ -306,8 +313,7 @@ async def test_it_refuses_an_unknown_or_deleted_conversation_with_4004(
 
     communicator = sockets(path, owner_headers(owner_session))
 
-    assert await communicator.connect(timeout=CLOSE_TIMEOUT) == (False, 4004)
-    assert await communicator.receive_nothing(timeout=0.1)
+    await expect_refused(communicator, 4004)
 
 
 async def test_it_accepts_the_owner_on_an_active_conversation(
@@ -346,7 +352,7 @@ async def test_it_closes_the_socket_with_4004_when_its_conversation_is_deleted(
 
     await expect_close(communicator, 4004)
     refused = sockets(conversation_path(conversation.id), owner_headers(session_key_of(owner_client)))
-    assert await refused.connect(timeout=CLOSE_TIMEOUT) == (False, 4004)
+    await expect_refused(refused, 4004)
 
 
 async def test_it_keeps_a_socket_open_when_another_conversation_is_deleted(
@@ -392,6 +398,129 @@ async def test_it_closes_only_the_signed_out_sessions_sockets_with_4001(
     assert response.status_code == 302
     await expect_close(signing_out, 4001)
     await expect_still_open(staying)
+
+
+def sign_out_through_the_admin(client: Client, other: Client) -> None:
+    response = client.post("/admin/logout/")
+    assert response.status_code == 200, response.content
+
+
+def change_the_password_from_another_session(client: Client, other: Client) -> None:
+    response = other.post(
+        "/admin/password_change/",
+        {"old_password": OWNER_PASSWORD, "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+    )
+    assert response.status_code == 302, response.content
+
+
+def change_the_password_in_a_shell(client: Client, other: Client) -> None:
+    owner = get_user_model().objects.get(username=OWNER_USERNAME)
+    owner.set_password(NEW_PASSWORD)
+    owner.save()
+
+
+def rename_the_owner_in_a_shell(client: Client, other: Client) -> None:
+    owner = get_user_model().objects.get(username=OWNER_USERNAME)
+    owner.username = "someone-else"
+    owner.save()
+
+
+def deactivate_the_owner_in_a_shell(client: Client, other: Client) -> None:
+    get_user_model().objects.get(username=OWNER_USERNAME).__class__.objects.filter(username=OWNER_USERNAME).update(
+        is_active=False
+    )
+    # A queryset update sends no signal: the installation row's save is what tells sockets.
+    Installation.objects.get().save()
+
+
+NEW_PASSWORD = "a-brand-new-owner-passphrase-51"
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        sign_out_through_the_admin,
+        change_the_password_from_another_session,
+        change_the_password_in_a_shell,
+        rename_the_owner_in_a_shell,
+        deactivate_the_owner_in_a_shell,
+    ],
+)
+async def test_it_closes_an_open_socket_with_4001_however_its_session_ends(
+    end: Callable[[Client, Client], None],
+    owner: Installation,
+    owner_client: Client,
+    conversation: Conversation,
+    sockets: Callable[..., WebsocketCommunicator],
+) -> None:
+    other_client = await sync_to_async(signed_in_client)(owner)
+    communicator = await open_socket(
+        sockets, conversation_path(conversation.id), owner_headers(session_key_of(owner_client))
+    )
+
+    await sync_to_async(end)(owner_client, other_client)
+
+    await expect_close(communicator, 4001)
+
+
+async def test_it_keeps_sockets_open_when_the_owner_row_changes_in_a_way_sessions_do_not_depend_on(
+    owner: Installation, owner_session: str, conversation: Conversation, sockets: Callable[..., WebsocketCommunicator]
+) -> None:
+    communicator = await open_socket(sockets, conversation_path(conversation.id), owner_headers(owner_session))
+
+    def rename_in_person() -> None:
+        user = get_user_model().objects.get(username=OWNER_USERNAME)
+        user.first_name = "Ada"
+        user.save()
+
+    await database_sync_to_async(rename_in_person)()
+    await sync_to_async(signed_in_client)(owner)  # another sign-in stamps last_login
+
+    await expect_still_open(communicator)
+
+
+def delete_the_session_row(session_key: str) -> None:
+    Session.objects.filter(session_key=session_key).delete()
+
+
+def change_the_password_without_signals(session_key: str) -> None:
+    get_user_model().objects.filter(username=OWNER_USERNAME).update(password=make_password(NEW_PASSWORD))
+
+
+def age_the_session_past_8_hours(session_key: str) -> None:
+    session_update(session_key, **{AUTH_AT_KEY: time.time() - LIFETIME_SECONDS - 1})
+
+
+@pytest.mark.parametrize(
+    "end", [delete_the_session_row, change_the_password_without_signals, age_the_session_past_8_hours]
+)
+async def test_it_acts_on_no_frame_once_its_session_ended_unannounced(
+    end: Callable[[str], None],
+    owner_session: str,
+    conversation: Conversation,
+    sockets: Callable[..., WebsocketCommunicator],
+) -> None:
+    communicator = await open_socket(sockets, conversation_path(conversation.id), owner_headers(owner_session))
+    await database_sync_to_async(end)(owner_session)
+    before = await database_sync_to_async(row_counts)()
+
+    await send_frame(communicator, text=json.dumps({"type": "user_message", "request_id": REQUEST_ID, "text": "hi"}))
+
+    await expect_close(communicator, 4001)
+    assert await communicator.receive_nothing(timeout=0.1)
+    assert await database_sync_to_async(row_counts)() == before
+
+
+@pytest.mark.parametrize("value", ["²", "\u0663", "-1", "abc", "1.5", "9" * 19])
+async def test_it_answers_a_malformed_last_sequence_with_an_error_frame_and_closes(
+    value: str, owner_session: str, conversation: Conversation, sockets: Callable[..., WebsocketCommunicator]
+) -> None:
+    path = conversation_path(conversation.id) + "?" + urlencode({"last_sequence": value})
+    communicator = sockets(path, owner_headers(owner_session))
+
+    assert await communicator.connect(timeout=CLOSE_TIMEOUT) == (True, None)
+    await expect_error_frame(communicator, "invalid_last_sequence")
+    await expect_close(communicator, 1008)
 
 
 # --- Frames ------------------------------------------------------------------------------
@@ -470,6 +599,29 @@ INVALID_FRAMES = [
         id="over-256-kib",
     ),
     pytest.param({"text": "[" * (MAX_FRAME_BYTES + 1)}, "frame_too_large", id="over-256-kib-not-json"),
+    pytest.param({"text": "[" * 100_000}, "invalid_frame", id="nested-too-deeply"),
+    pytest.param({"text": '{"type": "cancel_agent", "x": ' + "[" * 100_000}, "invalid_frame", id="nested-in-a-field"),
+    pytest.param(
+        {"text": json.dumps({"type": "user_message", "request_id": REQUEST_ID, "text": "\ud800"})},
+        "invalid_frame",
+        id="lone-surrogate-escaped",
+    ),
+    pytest.param(
+        {"text": '{"type": "user_message", "request_id": "' + REQUEST_ID + '", "text": "a\udfffb"}'},
+        "invalid_frame",
+        id="lone-surrogate-raw",
+    ),
+    pytest.param(
+        {"text": json.dumps({"type": "critical_point_response", "critical_point_id": "\udbff", "response": "ok"})},
+        "invalid_frame",
+        id="lone-surrogate-in-an-id",
+    ),
+    pytest.param({"text": '{"type": "cancel_agent", "\\ud800": 1}'}, "invalid_frame", id="lone-surrogate-field-name"),
+    pytest.param(
+        {"text": '{"type": "user_message", "request_id": "' + REQUEST_ID + '", "text": NaN}'},
+        "invalid_frame",
+        id="nan",
+    ),
     pytest.param(
         {
             "text": json.dumps(

@@ -96,3 +96,54 @@ def test_it_does_not_show_the_admin_to_another_superuser(owner, origin):
     assert response.status_code == 302
     assert ADMIN_TITLE not in response.content
     assert client.get(CHANGELIST).status_code == 302
+
+
+def user_change_form(user) -> dict[str, str]:
+    """What the admin's user change form posts for this user, fields unchanged."""
+    return {
+        "username": user.username,
+        "first_name": user.first_name,
+        "last_name": user.last_name,
+        "email": user.email,
+        **({"is_active": "on"} if user.is_active else {}),
+        **({"is_staff": "on"} if user.is_staff else {}),
+        **({"is_superuser": "on"} if user.is_superuser else {}),
+        "last_login_0": "",
+        "last_login_1": "",
+        "date_joined_0": user.date_joined.strftime("%Y-%m-%d"),
+        "date_joined_1": user.date_joined.strftime("%H:%M:%S"),
+        "_save": "Save",
+    }
+
+
+def test_it_does_not_let_the_admin_change_what_identifies_the_owner(owner, owner_client):
+    user = owner.owner
+    path = f"/admin/auth/user/{user.pk}/change/"
+    changed = {**user_change_form(user), "username": "intruder", "first_name": "Ada", "email": "ada@example.org"}
+    for flag in ("is_active", "is_staff", "is_superuser"):
+        changed.pop(flag)
+
+    page = owner_client.get(path)
+    response = owner_client.post(path, changed)
+
+    assert response.status_code == 302, response.content
+    user.refresh_from_db()
+    assert (user.username, user.is_active, user.is_staff, user.is_superuser) == (OWNER_USERNAME, True, True, True)
+    assert (user.first_name, user.email) == ("Ada", "ada@example.org")
+    assert owner_client.get("/api/conversations/").status_code == 200
+    assert owner_client.get("/admin/").status_code == 200
+    assert page.status_code == 200
+    assert b'name="username"' not in page.content
+
+
+def test_it_still_lets_the_admin_rename_another_user(owner, owner_client):
+    other = get_user_model().objects.create_user(username="guest", password="a-guest-passphrase-77")
+
+    response = owner_client.post(
+        f"/admin/auth/user/{other.pk}/change/", {**user_change_form(other), "username": "visitor"}
+    )
+
+    assert response.status_code == 302, response.content
+    other.refresh_from_db()
+    assert other.username == "visitor"
+    assert owner_client.get("/api/conversations/").status_code == 200

@@ -19,3 +19,23 @@ def test_it_takes_the_operators_number_of_worker_processes(monkeypatch):
     monkeypatch.setenv("FLAREBOT_WORKER_PROCESSES", "3")
 
     assert env.load_config().worker_processes == 3
+
+
+def test_it_trusts_no_proxy_by_default(monkeypatch):
+    monkeypatch.delenv("FLAREBOT_TRUSTED_PROXIES", raising=False)
+
+    assert env.load_config().trusted_proxies == ()
+
+
+def test_it_reads_trusted_proxies_as_addresses_and_networks(monkeypatch):
+    monkeypatch.setenv("FLAREBOT_TRUSTED_PROXIES", " 172.30.80.0/24, 10.0.0.7 ,2001:db8::/48,, 172.30.80.0/24")
+
+    assert [str(n) for n in env.load_config().trusted_proxies] == ["172.30.80.0/24", "10.0.0.7/32", "2001:db8::/48"]
+
+
+@pytest.mark.parametrize("value", ["proxy.example", "10.0.0.0/33", "10.0.0.1-10.0.0.9", "*"])
+def test_it_refuses_trusted_proxies_that_are_not_addresses(monkeypatch, value):
+    monkeypatch.setenv("FLAREBOT_TRUSTED_PROXIES", f"10.0.0.1,{value}")
+
+    with pytest.raises(env.ConfigurationError, match="FLAREBOT_TRUSTED_PROXIES"):
+        env.load_config()
