@@ -22,6 +22,7 @@ const ACTIVE = new Set(["queued", "running"]);
 const CLOSE_SESSION_EXPIRED = 4001;
 const CLOSE_REFUSED = 4003;
 const CLOSE_NOT_FOUND = 4004;
+const OPEN_SETTLE_MS = 150;
 
 const ui = {
   list: $("conversation-list"),
@@ -291,7 +292,7 @@ class ConversationView {
         return;
       }
       reportError(error);
-      this.scheduleReconnect(true);
+      this.scheduleReconnect();
       return;
     }
     if (!this.alive) return;
@@ -356,17 +357,20 @@ class ConversationView {
     const url = `${scheme}//${location.host}/ws/conversations/${this.id}/?last_sequence=${this.lastSequence}`;
     const socket = new WebSocket(url);
     this.socket = socket;
-    let opened = false;
+    let settling = 0;
     socket.onopen = () => {
-      if (socket !== this.socket) return;
-      opened = true;
-      this.attempt = 0;
-      setConnection("live");
-      // A message sent before a drop may never have been stored: send it again; the
-      // request_id makes a repeat return the same turn.
-      for (const [requestId, pending] of this.pending) {
-        if (!pending.acked) this.sendFrame({ type: "user_message", request_id: requestId, text: pending.text });
-      }
+      // A refused socket is accepted and closed at once with its code (4001, 4003, 4004):
+      // call it live, and send again, only once it stayed open for a moment.
+      settling = setTimeout(() => {
+        if (socket !== this.socket || socket.readyState !== WebSocket.OPEN) return;
+        this.attempt = 0;
+        setConnection("live");
+        // A message sent before a drop may never have been stored: send it again; the
+        // request_id makes a repeat return the same turn.
+        for (const [requestId, pending] of this.pending) {
+          if (!pending.acked) this.sendFrame({ type: "user_message", request_id: requestId, text: pending.text });
+        }
+      }, OPEN_SETTLE_MS);
     };
     socket.onmessage = (message) => {
       if (socket !== this.socket || !this.alive) return;
@@ -379,6 +383,7 @@ class ConversationView {
       this.onFrame(frame);
     };
     socket.onclose = (event) => {
+      clearTimeout(settling);
       if (socket !== this.socket || !this.alive) return;
       this.socket = null;
       if (event.code === CLOSE_SESSION_EXPIRED) return toSignIn();
@@ -388,9 +393,9 @@ class ConversationView {
         setConnection("offline");
         return;
       }
-      // A refused handshake reaches the page as a bare 1006: ask over HTTP whether the
-      // session or the conversation is gone before trying again.
-      this.scheduleReconnect(!opened);
+      // Any other close (the network, a restart of the server): the codes above say when
+      // the session or the conversation is gone, so just try again, backing off.
+      this.scheduleReconnect();
     };
   }
 
@@ -407,30 +412,18 @@ class ConversationView {
     }
   }
 
-  scheduleReconnect(probe) {
+  scheduleReconnect() {
     if (!this.alive) return;
     setConnection("reconnecting");
     const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt);
     const delay = base * (0.75 + Math.random() * 0.5);
     this.attempt += 1;
     clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.retry(probe), delay);
+    this.retryTimer = setTimeout(() => this.retry(), delay);
   }
 
-  async retry(probe) {
+  retry() {
     if (!this.alive) return;
-    if (probe) {
-      try {
-        const data = await api("/api/conversations/", { signal: this.abort.signal });
-        if (!this.alive) return;
-        setConversations(data.conversations);
-        if (!data.conversations.some((c) => c.id === this.id)) return conversationGone(this.id);
-      } catch (error) {
-        if (!this.alive || isAbort(error)) return;
-        if (error instanceof ApiError && error.status === 401) return;
-        return this.scheduleReconnect(true); // the server is down: keep trying
-      }
-    }
     if (this.loaded) this.connect();
     else this.load();
   }
@@ -440,7 +433,7 @@ class ConversationView {
     if (this.alive && !this.socket && this.retryTimer) {
       clearTimeout(this.retryTimer);
       this.attempt = 0;
-      this.retry(true);
+      this.retry();
     }
   }
 

@@ -8,11 +8,13 @@ scripted to write slowly where a test must see an answer while it is still being
 from __future__ import annotations
 
 import re
+import uuid
 from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from conversations.services import conversation_delete
 from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
 from tests.e2e import chat_support
 from tests.e2e.chat_support import (
@@ -368,3 +370,31 @@ def test_it_fits_a_375_pixel_screen_with_the_sidebar_behind_a_toggle(
     page.keyboard.press("Escape")
     expect(sidebar).to_be_hidden()
     expect(toggle).to_be_focused()
+
+
+def test_it_learns_from_the_close_code_that_a_conversation_went_while_the_server_was_down(
+    chat_page: Page, page_errors: PageErrors, live_stack: LiveStack, live_owner: OwnerClient
+) -> None:
+    page = chat_page
+    kept = live_owner.create_conversation("Kept")
+    doomed = live_owner.create_conversation("Doomed")
+    open_conversation(page, doomed)
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    list_reads: list[str] = []
+    page.on("request", lambda r: list_reads.append(r.url) if urlparse(r.url).path == "/api/conversations/" else None)
+
+    since = live_stack.log_size("web")
+    live_stack.stack.stop(only="web")
+    expect(page.locator("#connection")).not_to_have_attribute("data-state", "live")
+    conversation_delete(conversation_id=uuid.UUID(doomed))
+    live_stack.stack.start(only="web")
+    live_stack.wait_ready("web", since=since)
+
+    # The reconnection is refused with 4004: the page drops the conversation at once,
+    # without asking the list first.
+    expect(page.locator("#notice")).to_contain_text("no longer exists", timeout=TURN_MS)
+    expect(page).to_have_url(re.compile(rf"\?c={kept}$"))
+    expect(sidebar_names(page)).to_have_text(["Kept"])
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    assert list_reads == []
+    forgive(page_errors, "ERR_CONNECTION_REFUSED", "ERR_EMPTY_RESPONSE", "ERR_CONNECTION_RESET")
