@@ -742,6 +742,9 @@ function sidebarFocus() {
 
 function renderSidebar() {
   const focus = sidebarFocus();
+  // A row kept as it is (an open rename or delete question) is the same node after the
+  // re-render, but moving it drops its focus: give it back to the very element.
+  const active = ui.list.contains(document.activeElement) ? document.activeElement : null;
   const items = state.conversations.map((conversation) => {
     if (state.editing === conversation.id) {
       // Keep the open rename field or delete question (and what was typed) as it is.
@@ -773,7 +776,9 @@ function renderSidebar() {
     return li;
   });
   ui.list.replaceChildren(...items);
-  if (focus && !ui.list.contains(document.activeElement)) {
+  if (active && ui.list.contains(active) && document.activeElement !== active) {
+    active.focus({ preventScroll: true });
+  } else if (focus && !ui.list.contains(document.activeElement)) {
     const again = ui.list.querySelector(`li[data-conversation-id="${focus.id}"] .${focus.control}`);
     if (again) again.focus({ preventScroll: true });
   }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import FloatRect, Locator, Page, expect
@@ -291,3 +292,25 @@ def test_it_moves_focus_to_the_next_conversation_after_a_delete(
     expect(page).to_have_url(re.compile(r"/$"))
     assert conversations(live_owner) == []
     assert page.evaluate("document.activeElement !== document.body")
+
+
+def test_it_keeps_focus_in_an_open_delete_question_when_the_list_refreshes(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    page = chat_page
+    other = live_owner.create_conversation("Other")
+    current = live_owner.create_conversation("Current")
+    open_conversation(page, current)
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    is_list = lambda response: urlparse(response.url).path == "/api/conversations/"  # noqa: E731
+
+    with page.expect_response(is_list, timeout=10_000):
+        send(page, "Hello there")  # its acknowledgement refreshes the list a moment later
+        page.get_by_role("button", name="Delete Other").click()
+        cancel = page.locator(f'.conversation[data-conversation-id="{other}"] .delete-confirm .cancel')
+        expect(cancel).to_be_focused()
+    page.wait_for_timeout(100)  # the refreshed list is on screen
+
+    expect(cancel).to_be_focused()
+    page.keyboard.press("Enter")  # cancels: nothing was deleted
+    assert sorted(c["name"] for c in conversations(live_owner)) == ["Current", "Other"]
