@@ -33,6 +33,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from flarebot.core.crypto import Secret
+from tools.slots import SlotHeld
 
 # Seconds a cancelled or timed-out call has to wind down, its cleanup hook included.
 GRACE = 5.0
@@ -64,6 +65,24 @@ class ToolContext:
     # tool that writes calls it inside its own transaction, on its database thread, right
     # before the write, together with `cancelled.is_set()`.
     conversation_live: Callable[[], bool] = field(repr=False)
+    # The call's place under its tool's concurrency limit (None without a limit).
+    place: Place | None = None
+
+
+@dataclass
+class Place:
+    """A place a call holds under its tool's concurrency limit.
+
+    The runtime gives it back when the call's work has stopped, unless the tool called
+    `keep()`: then the tool owns it (a container whose removal is still pending keeps
+    counting toward the limit) and gives it back itself with `tools.slots.slot_release`.
+    """
+
+    held: SlotHeld
+    kept: bool = False
+
+    def keep(self) -> None:
+        self.kept = True
 
 
 @dataclass(frozen=True)
@@ -104,6 +123,8 @@ class Tool:
     summarize: Callable[[Any], str] | None = None
     available: AvailabilityCheck | None = None
     concurrency: int | None = None  # calls at once across every worker process
+    # When every place is taken: wait for one (up to the deadline), or fail at once.
+    concurrency_wait: bool = True
     output_limit: int = OUTPUT_LIMIT
     cleanup: CleanupHook | None = None
     validator: Draft202012Validator = field(init=False, repr=False, compare=False)

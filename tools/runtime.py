@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -22,7 +22,7 @@ from jsonschema.exceptions import best_match
 from flarebot.core.database import db
 from tools.models import ActivityStatus
 from tools.output import json_size, output_bound
-from tools.registry import GRACE, CleanupRequest, Tool, ToolContext, ToolFailed
+from tools.registry import GRACE, CleanupRequest, Place, Tool, ToolContext, ToolFailed
 from tools.slots import SlotHeld, slot_release, slot_wait
 
 logger = logging.getLogger(__name__)
@@ -131,27 +131,28 @@ async def tool_call_execute(
     unavailable = await availability.problem(tool, context)
     if unavailable is not None:
         return failed_call(ActivityStatus.UNAVAILABLE, "unavailable", unavailable)
-    held: SlotHeld | None = None
     try:
         if tool.concurrency is not None:
             watch.begin(context.tool_call_id, tool.deadline + GRACE)
             taken = await _place(tool, context)
             if isinstance(taken, CallResult):
                 return taken
-            held = taken
+            context = replace(context, place=Place(taken))
         watch.begin(context.tool_call_id, tool.deadline + GRACE)
         await on_running()
-        return await _run_bounded(tool, context, data, held)
+        return await _run_bounded(tool, context, data)
     finally:
         watch.end(context.tool_call_id)
 
 
 async def _place(tool: Tool, context: ToolContext) -> SlotHeld | CallResult:
-    """Wait (at most the tool's deadline) for a free place, unless the turn is cancelled first."""
+    """Take a free place: wait for one (at most the tool's deadline, unless the turn is cancelled
+    first), or fail at once when the tool says so."""
     assert tool.concurrency is not None
     hold_for = timedelta(seconds=tool.deadline + GRACE) + SLOT_MARGIN
+    wait_at_most = tool.deadline if tool.concurrency_wait else 0.0
     waiting = asyncio.ensure_future(
-        slot_wait(tool=tool.name, limit=tool.concurrency, hold_for=hold_for, wait_at_most=tool.deadline)
+        slot_wait(tool=tool.name, limit=tool.concurrency, hold_for=hold_for, wait_at_most=wait_at_most)
     )
     cancel_wait = asyncio.ensure_future(context.cancelled.wait())
     try:
@@ -181,12 +182,13 @@ def _spawn(coroutine: Awaitable[Any]) -> None:
     task.add_done_callback(_abandoned.discard)
 
 
-async def _run_bounded(tool: Tool, context: ToolContext, data: dict[str, Any], held: SlotHeld | None) -> CallResult:
+async def _run_bounded(tool: Tool, context: ToolContext, data: dict[str, Any]) -> CallResult:
     task = asyncio.ensure_future(tool.run(context, data))
-    if held is not None:
+    place = context.place
+    if place is not None:
         # The place is given back when the work has really stopped, even if that is
-        # after the engine stopped waiting for it.
-        task.add_done_callback(lambda _: _spawn(db(slot_release)(held=held)))
+        # after the engine stopped waiting for it (unless the tool kept it).
+        task.add_done_callback(lambda _: None if place.kept else _spawn(db(slot_release)(held=place.held)))
     cancel_wait = asyncio.ensure_future(context.cancelled.wait())
     try:
         await asyncio.wait({task, cancel_wait}, timeout=tool.deadline, return_when=asyncio.FIRST_COMPLETED)

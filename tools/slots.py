@@ -57,6 +57,12 @@ def slot_release(*, held: SlotHeld) -> None:
     ToolSlot.objects.filter(tool=held.tool, slot=held.slot, holder=held.holder).delete()
 
 
+def slot_extend(*, held: SlotHeld, hold_for: timedelta) -> bool:
+    """Keep a place for `hold_for` from now (a tool that kept it); False if it is no longer held."""
+    until = timezone.now() + hold_for
+    return bool(ToolSlot.objects.filter(tool=held.tool, slot=held.slot, holder=held.holder).update(expires_at=until))
+
+
 async def slot_wait(*, tool: str, limit: int, hold_for: timedelta, wait_at_most: float) -> SlotHeld | None:
     """Wait up to `wait_at_most` seconds for a free place; None if none came free."""
     give_up = time.monotonic() + wait_at_most

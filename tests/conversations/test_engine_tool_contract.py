@@ -43,10 +43,11 @@ from tests.support.engine import (
 from tests.support.fake_providers import Call, Text
 from tools import registry
 from tools.activity import safe_text
-from tools.models import ToolActivity
+from tools.models import ToolActivity, ToolSlot
 from tools.output import json_size
 from tools.registry import CleanupRequest, Effect, Tool, ToolContext, tool_register, tool_unregister
 from tools.runtime import CallWatch
+from tools.slots import slot_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -542,3 +543,74 @@ async def test_it_tells_a_tool_whether_its_conversation_is_still_live(anthropic,
     await asyncio.wait_for(running, 10)
 
     assert seen == [True, False]
+
+
+async def test_it_runs_calls_beyond_the_limit_one_after_another_when_the_tool_waits(
+    anthropic, register, fake_providers, cancels
+):
+    running: list[int] = []
+    most = [0]
+
+    async def job(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        running.append(1)
+        most[0] = max(most[0], len(running))
+        await asyncio.sleep(0.3)
+        running.pop()
+        return {"done": True}
+
+    register(tool("job", job, concurrency=1))
+    fake_providers.script([Call("c1", "job", {}), Call("c2", "job", {})], [Text("Both done.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Run two jobs.", cancels)
+
+    assert most[0] == 1
+    assert [p["status"] for p in tool_parts(await assistant_parts(turn.id))] == ["succeeded", "succeeded"]
+    statuses = [c["status"] for c in await cards(conversation_id) if c["tool_call_id"] == "c2"]
+    assert statuses[0] == "pending"  # it waited for the place before it ran
+    assert not await orm(ToolSlot.objects.exists)()
+
+
+async def test_it_refuses_a_call_beyond_the_limit_at_once_when_the_tool_does_not_wait(
+    anthropic, register, fake_providers, cancels
+):
+    async def job(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0.5)
+        return {"done": True}
+
+    register(tool("shellish", job, concurrency=1, concurrency_wait=False, label="Shell"))
+    fake_providers.script([Call("c1", "shellish", {}), Call("c2", "shellish", {})], [Text("One ran.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Run two.", cancels)
+
+    parts = {p["tool_call_id"]: p for p in tool_parts(await assistant_parts(turn.id))}
+    outcomes = sorted((p["status"], p["output"].get("error")) for p in parts.values())
+    assert outcomes == [("failed", "busy"), ("succeeded", None)]
+    busy = next(p for p in parts.values() if p["status"] == "failed")
+    assert busy["output"]["message"].startswith("Shell is busy: 1 calls already run at once.")
+
+
+async def test_it_leaves_a_kept_place_taken_until_the_tool_gives_it_back(anthropic, register, fake_providers, cancels):
+    kept: list[Any] = []
+
+    async def sandbox(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        assert context.place is not None
+        context.place.keep()  # its container's removal is still pending
+        kept.append(context.place.held)
+        return {"cleanup": "pending"}
+
+    register(tool("sandbox", sandbox, concurrency=1, concurrency_wait=False, effect=Effect.EFFECT))
+    fake_providers.script([Call("c1", "sandbox", {})], [Text("Ran.")], [Call("c2", "sandbox", {})], [Text("Busy.")])
+    conversation_id = await new_conversation()
+
+    await ask(conversation_id, "Run it.", cancels)
+    second = await ask(conversation_id, "Again.", cancels)
+
+    [part] = tool_parts(await assistant_parts(second.id))
+    assert part["output"]["error"] == "busy"
+    await orm(slot_release)(held=kept[0])
+    fake_providers.script([Call("c3", "sandbox", {})], [Text("Ran again.")])
+    third = await ask(conversation_id, "Once more.", cancels)
+    [part] = tool_parts(await assistant_parts(third.id))
+    assert part["status"] == "succeeded"
