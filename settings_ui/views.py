@@ -13,6 +13,7 @@ from conversations.providers.catalog import KEYED_PROVIDERS, PROVIDER_LABELS
 from flarebot.core.errors import LimitReached
 from flarebot.core.sessions import SessionState, owner_session_end, owner_session_state
 from flarebot.core.signin import owner_signin
+from memory.services import MAX_CONTENT, MAX_FACTS
 
 
 class SignInForm(forms.Form):
@@ -47,7 +48,8 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     if not _is_owner(request):
         return HttpResponseRedirect("/login/?next=/settings/")
     keyed = [(provider, PROVIDER_LABELS[provider]) for provider in KEYED_PROVIDERS]
-    return render(request, "settings.html", {"keyed_providers": keyed})
+    context = {"keyed_providers": keyed, "memory_max_facts": MAX_FACTS, "memory_max_length": MAX_CONTENT}
+    return render(request, "settings.html", context)
 
 
 @csrf_protect
