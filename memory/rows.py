@@ -44,18 +44,22 @@ def facts_search(*, tokens: list[str], limit: int) -> list[FactMatch]:
     connection = transaction.get_connection()
     if connection.vendor == "sqlite":
         search = f'"{SQLITE_SEARCH_TABLE}"'
+        # `rank` is bm25 here; FTS5 sorts by it itself, about twice as fast as an ORDER BY
+        # on bm25() called as a function.
         sql = (
             f"SELECT f.{fid}, f.{content}, f.{version} FROM ("  # noqa: S608
-            f"SELECT fact_id, bm25({search}) AS score FROM {search} WHERE {search} MATCH %s"
-            f" ORDER BY score LIMIT %s) AS s JOIN {table(f)} f ON f.{fid} = s.fact_id"
-            f" WHERE f.{column(f, 'state')} = %s ORDER BY s.score, f.{fid}"
+            f"SELECT fact_id, rank FROM {search} WHERE {search} MATCH %s ORDER BY rank LIMIT %s) AS s"
+            f" JOIN {table(f)} f ON f.{fid} = s.fact_id WHERE f.{column(f, 'state')} = %s ORDER BY s.rank, f.{fid}"
         )
         params: list[object] = [fts5_match(tokens), limit, FactState.ACTIVE.value]
     elif connection.vendor == "postgresql":
         vector = f'f."{POSTGRESQL_SEARCH_COLUMN}"'
         either = " || ".join(["plainto_tsquery('english', %s)"] * len(tokens))
+        # MATERIALIZED: the query is built once. Inlined into a prepared statement's generic
+        # plan, it was rebuilt for every row it was compared with and ranked against.
         sql = (
-            f"SELECT f.{fid}, f.{content}, f.{version} FROM {table(f)} f, (SELECT {either} AS q) AS terms"  # noqa: S608
+            f"WITH terms AS MATERIALIZED (SELECT {either} AS q)"  # noqa: S608
+            f" SELECT f.{fid}, f.{content}, f.{version} FROM terms, {table(f)} f"
             f" WHERE f.{column(f, 'state')} = %s AND {vector} @@ terms.q"
             f" ORDER BY ts_rank({vector}, terms.q) DESC, f.{column(f, 'created_at')} DESC, f.{fid} LIMIT %s"
         )
