@@ -64,7 +64,7 @@ def systems(provider: Provider, fake_providers) -> list[str]:
     return [sent(provider, r.body).system for r in fake_providers.requests]
 
 
-async def facts() -> list[tuple[str, str, int]]:
+async def facts() -> list[tuple[Any, ...]]:
     rows = await orm(lambda: list(Fact.objects.order_by("created_at").values_list("content", "state", "version")))()
     return [tuple(r) for r in rows]
 
@@ -73,7 +73,7 @@ async def cards(conversation_id: uuid.UUID) -> list[dict[str, Any]]:
     return [e.data["activity"] for e in await events(conversation_id) if e.kind == "activity.updated"]
 
 
-async def final_cards(conversation_id: uuid.UUID) -> list[tuple[str, str, str, str]]:
+async def final_cards(conversation_id: uuid.UUID) -> list[tuple[Any, ...]]:
     rows = await orm(
         lambda: list(
             ToolActivity.objects.filter(conversation_id=conversation_id)
