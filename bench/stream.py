@@ -3,6 +3,11 @@
     .venv/bin/python bench/stream.py                 # 1, 20 and 100 concurrent streams
     .venv/bin/python bench/stream.py --streams 20    # one scenario
     .venv/bin/python bench/stream.py --database sqlite
+    .venv/bin/python bench/stream.py --facts 200      # with 200 memory facts stored
+
+With `--facts N` the owner's memory holds N facts (added through the API before the
+warm-up), each sharing the word of the bench's message, so every turn's memory selection
+finds and sends 8 of them: its most expensive case.
 
 For each scenario every client opens the conversation socket, sends `user_message` at
 the same moment, and records each `text.delta`. Scenarios are repeated (a new set of
@@ -209,9 +214,18 @@ def rounds_for(streams: int) -> int:
     return 20 if streams == 1 else max(1, -(-100 // streams))
 
 
+def facts_store(bench: BenchStack, count: int) -> None:
+    """Fill the owner's memory with facts that the message "go" selects."""
+    with bench.client() as http:
+        for i in range(count):
+            content = f"Fact {i}: the owner likes to go walking by lake number {i} on the weekend."
+            http.post("/api/memories/", json={"content": content}).raise_for_status()
+
+
 async def main_async(args: argparse.Namespace) -> list[dict[str, object]]:
     bench = start(database=args.database, worker_processes=args.workers)
     try:
+        facts_store(bench, args.facts)
         await scenario(bench, 1, rounds=2)  # warm-up: SDK clients, connections, caches
         # Small scenarios are repeated so their percentiles rest on enough turns.
         return [await scenario(bench, n, rounds=rounds_for(n)) for n in args.streams]
@@ -223,6 +237,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, nargs="*", default=[1, 20, 100])
     parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument("--facts", type=int, default=0, help="memory facts stored before the run (at most 200)")
     parser.add_argument(
         "--workers",
         type=int,
@@ -242,7 +257,13 @@ def main() -> None:
         )
     out = Path(__file__).resolve().parent / "results" / "stream.json"
     out.parent.mkdir(exist_ok=True)
-    summary = {"database": args.database, "workers": args.workers, "chunks": CHUNKS, "interval_s": INTERVAL}
+    summary = {
+        "database": args.database,
+        "workers": args.workers,
+        "facts": args.facts,
+        "chunks": CHUNKS,
+        "interval_s": INTERVAL,
+    }
     out.write_text(json.dumps({**summary, "results": results}, indent=2))
     for r in results:
         print(f"{r['streams']:>7} streams, first delta by stage (p50 ms): {r['first_delta_stages_ms_p50']}")

@@ -6,3 +6,8 @@ class MemoryConfig(AppConfig):
 
     name = "memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memory.tools import memory_tools_register
+
+        memory_tools_register()

@@ -16,6 +16,7 @@ from conversations.turns import MAX_TEXT_UTF16
 from flarebot.core.errors import LimitReached
 from flarebot.core.sessions import SessionState, owner_session_end, owner_session_state
 from flarebot.core.signin import owner_signin
+from memory.services import MAX_CONTENT, MAX_FACTS
 
 
 class SignInForm(forms.Form):
@@ -50,7 +51,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     if not _is_owner(request):
         return HttpResponseRedirect("/login/?next=/settings/")
     keyed = [(provider, PROVIDER_LABELS[provider]) for provider in KEYED_PROVIDERS]
-    limits = {"instructions": INSTRUCTIONS_MAX_UTF16}
+    limits = {"instructions": INSTRUCTIONS_MAX_UTF16, "memory_facts": MAX_FACTS, "memory_length": MAX_CONTENT}
     return render(request, "settings.html", {"keyed_providers": keyed, "limits": limits})
 
 

@@ -99,6 +99,14 @@ def _prepare(
     )
 
 
+def last_user_text(transcript: list[dict[str, Any]]) -> str:
+    """Return the text of the transcript's last user message (what picks a turn's memory facts)."""
+    for message in reversed(transcript):
+        if message["role"] == MessageRole.USER:
+            return "".join(part["text"] for part in message["parts"] if part["type"] == "text")
+    return ""
+
+
 def _resume_parts(
     parts: list[dict[str, Any]], *, turn_id: uuid.UUID, steps: int
 ) -> tuple[list[dict[str, Any]], list[NewEvent]]:

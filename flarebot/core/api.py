@@ -42,7 +42,7 @@ def _first_message(detail: Any, prefix: str = "") -> str:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Map every error to `{"error": {"code", "message"}}` with a fitting status."""
     if isinstance(exc, FlarebotError):
-        return Response(error_body(exc.code, exc.message), status=exc.status)
+        return Response(error_body(exc.code, exc.message, exc.extra), status=exc.status)
     if isinstance(exc, RequestDataTooBig):
         return Response(error_body("too_large", "The request body is too large."), status=413)
     if isinstance(exc, Http404):
@@ -51,7 +51,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         message = _first_message(exc.detail)[:500]
         body = error_body("invalid", message)
         if isinstance(exc.detail, dict):
-            body["error"]["fields"] = exc.detail  # type: ignore[assignment]
+            body["error"]["fields"] = exc.detail
         return Response(body, status=400)
     if isinstance(exc, exceptions.APIException):
         code = next((c for kind, c in _DRF_CODES.items() if isinstance(exc, kind)), "error")

@@ -5,6 +5,9 @@ Messages are shown to a person: short, actionable, never a secret or an upstream
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class FlarebotError(Exception):
     """Base of every error Flarebot reports to a client."""
@@ -13,10 +16,15 @@ class FlarebotError(Exception):
     code = "invalid"
     default_message = "The request is not valid."
 
-    def __init__(self, message: str | None = None, *, code: str | None = None) -> None:
+    def __init__(
+        self, message: str | None = None, *, code: str | None = None, extra: Mapping[str, Any] | None = None
+    ) -> None:
         self.message = (message or self.default_message)[:500]
         if code is not None:
             self.code = code
+        # Fields the error object carries beside code and message (an addition to the
+        # contract's shape, e.g. the current state of what a stale request conflicted with).
+        self.extra: dict[str, Any] = dict(extra or {})
         super().__init__(self.message)
 
 
@@ -80,6 +88,6 @@ class Unavailable(FlarebotError):
     default_message = "Flarebot is not available."
 
 
-def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
-    """Return the contract's error shape."""
-    return {"error": {"code": code, "message": message}}
+def error_body(code: str, message: str, extra: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Return the contract's error shape, with any extra fields after code and message."""
+    return {"error": {"code": code, "message": message, **(extra or {})}}

@@ -9,10 +9,12 @@ let leaving = false;
 const csrfToken = () => document.querySelector("input[name=csrfmiddlewaretoken]")?.value || "";
 
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  // `details`: the whole error object, with any fields beyond code and message (a 409's `current`).
+  constructor(status, code, message, details = {}) {
     super(message);
     this.status = status;
     this.code = code;
+    this.details = details;
   }
 }
 
@@ -41,8 +43,9 @@ export async function api(path, { method = "GET", body, signal } = {}) {
   }
   const data = response.status === 204 ? null : await response.json().catch(() => null);
   if (!response.ok) {
-    const { code, message } = data?.error || {};
-    throw new ApiError(response.status, code, message || `The server answered with status ${response.status}.`);
+    const details = data?.error || {};
+    const { code, message } = details;
+    throw new ApiError(response.status, code, message || `The server answered with status ${response.status}.`, details);
   }
   return data;
 }

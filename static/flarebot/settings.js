@@ -1,7 +1,9 @@
-// The settings page: model and provider keys, and the agent's instructions.
-// Everything is loaded from and saved through /api/settings/ (see PROTOCOL.md); the page
-// itself carries no private data. Stored keys are never shown: only "Configured"/"Missing".
+// The settings page: model and provider keys, the agent's instructions, and its memory.
+// Everything is loaded from and saved through /api/settings/ and /api/memories/ (see
+// PROTOCOL.md); the page itself carries no private data. Stored keys are never shown: only
+// "Configured"/"Missing". The Memory section is its own module (memory.js).
 import { ApiError, api as request } from "./api.js";
+import { memorySection } from "./memory.js";
 
 (function () {
   // Limits come from the server (the template), never repeated here.
@@ -222,14 +224,17 @@ import { ApiError, api as request } from "./api.js";
 
   // ---- Loading -------------------------------------------------------------------
 
+  const memory = memorySection();
+
   async function load() {
     const pageStatus = byId("page-status");
-    const [catalogView, settings, instructions] = await Promise.allSettled([
+    const [catalogView, settings, instructions, facts] = await Promise.allSettled([
       api("GET", "/api/settings/model/catalog/"),
       api("GET", "/api/settings/model/"),
       api("GET", "/api/settings/instructions/"),
+      memory.load(),
     ]);
-    const failures = [catalogView, settings, instructions].filter((r) => r.status === "rejected");
+    const failures = [catalogView, settings, instructions, facts].filter((r) => r.status === "rejected");
     if (catalogView.status === "fulfilled" && settings.status === "fulfilled") {
       catalog = catalogView.value.providers;
       showSettings(settings.value);

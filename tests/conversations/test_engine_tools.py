@@ -59,7 +59,18 @@ RENDEZVOUS_SCHEMA = {
     "required": ["me", "other"],
 }
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-TOOL_NAMES = ["long_job", "read_page", "rendezvous", "send_postcard", "weather_forecast"]
+# The fixture tools of this module and the memory tools, which the memory app always registers.
+TOOL_NAMES = [
+    "forget",
+    "long_job",
+    "read_page",
+    "recall",
+    "remember",
+    "rendezvous",
+    "send_postcard",
+    "update_memory",
+    "weather_forecast",
+]
 INTERRUPTED = {"error": "interrupted", "message": "The tool call was interrupted; its outcome is unknown."}
 
 

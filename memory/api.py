@@ -1,0 +1,111 @@
+"""JSON API of the memory: list, add, edit and delete facts (PROTOCOL.md "Memory").
+
+A stale version is 409 with the current fact in `error.current`, so the page can show it
+beside the owner's draft.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from flarebot.core.api import StrictSerializer, StringField
+from flarebot.core.errors import InvalidInput
+from memory import selectors, services
+
+_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_VERSION = re.compile(r"^[1-9][0-9]{0,9}$")
+VERSION_MESSAGE = f"version: a whole number from 1 to {services.MAX_VERSION}."
+
+
+def fact_id_parse(value: str) -> uuid.UUID:
+    """Parse a fact id: a UUID in lowercase canonical form, or 400."""
+    if not _ID.match(value):
+        raise InvalidInput("The id is not a valid fact id (a lowercase UUID).", code="invalid_id")
+    return uuid.UUID(value)
+
+
+def version_parse(value: str | None) -> int:
+    """Parse a version from a query string, or 400."""
+    if value is None or not _VERSION.match(value) or int(value) > services.MAX_VERSION:
+        raise InvalidInput(VERSION_MESSAGE, code="invalid_version")
+    return int(value)
+
+
+class VersionField(serializers.Field):
+    """A JSON integer version: no strings, booleans or fractions."""
+
+    default_error_messages = {"invalid": VERSION_MESSAGE}
+
+    def to_internal_value(self, data: Any) -> int:
+        if type(data) is not int or not 1 <= data <= services.MAX_VERSION:
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> int:
+        return int(value)
+
+
+class FactInput(StrictSerializer):
+    content = StringField()
+
+
+class FactUpdateInput(StrictSerializer):
+    content = StringField()
+    version = VersionField()
+
+
+FactOutput = inline_serializer(
+    "Fact",
+    {
+        "id": serializers.UUIDField(),
+        "content": serializers.CharField(),
+        "version": serializers.IntegerField(),
+        "created_at": serializers.DateTimeField(),
+        "updated_at": serializers.DateTimeField(),
+    },
+)
+
+
+class FactListApi(APIView):
+    @extend_schema(responses=inline_serializer("FactList", {"memories": FactOutput}))
+    def get(self, request: Request) -> Response:
+        return Response({"memories": [selectors.fact_view(fact) for fact in selectors.fact_list()]})
+
+    @extend_schema(request=FactInput, responses={201: FactOutput})
+    def post(self, request: Request) -> Response:
+        body = FactInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        fact = services.fact_create(content=body.validated_data["content"])
+        return Response(selectors.fact_view(fact), status=status.HTTP_201_CREATED)
+
+
+class FactDetailApi(APIView):
+    @extend_schema(request=FactUpdateInput, responses={200: FactOutput})
+    def patch(self, request: Request, fact_id: str) -> Response:
+        parsed_id = fact_id_parse(fact_id)
+        body = FactUpdateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        fact = services.fact_update(fact_id=parsed_id, **body.validated_data)
+        return Response(selectors.fact_view(fact))
+
+    @extend_schema(
+        request=None,
+        parameters=[OpenApiParameter("version", OpenApiTypes.INT, required=True)],
+        responses={204: None},
+    )
+    def delete(self, request: Request, fact_id: str) -> Response:
+        parsed_id = fact_id_parse(fact_id)
+        version = version_parse(request.query_params.get("version"))
+        if request.data not in ({}, None):
+            raise InvalidInput("This request takes no body.", code="invalid")
+        services.fact_delete(fact_id=parsed_id, version=version)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,138 @@
+"""Writes of the memory: add, remember (a tool call's idempotent add), update and delete facts.
+
+Every change compares the version the caller read; a stale one changes nothing. Deleting
+turns a fact into a tombstone (no content, version kept) that nothing revives. The search
+index follows each write inside the same transaction (see `memory.models`).
+
+The tools pass `proceed`, which each write calls inside its own transaction right before
+writing: it says whether the call's turn still runs and its conversation still exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from flarebot.core.text import has_control_characters, utf16_length
+from memory.errors import FactConflict, FactInvalid, FactNotFound, FactTooLong, MemoryFull, WriteAbandoned
+from memory.models import Fact, FactState
+from memory.rows import facts_add_lock
+from memory.selectors import fact_view
+
+MAX_FACTS = 200  # active facts; tombstones do not count
+MAX_CONTENT = 1_000  # UTF-16 code units, as browsers count
+MAX_VERSION = 2**31 - 1  # the version column's range
+
+# The ids of facts that `remember` calls make: uuid5 of this namespace and "conversation:call".
+REMEMBER_NAMESPACE = uuid.UUID("5b0e3f4e-6a51-4f0b-9d55-0c7f2f6a1e2d")
+
+Proceed = Callable[[], bool]
+
+
+def _always() -> bool:
+    return True
+
+
+def fact_content_check(content: str) -> None:
+    """Refuse text that may not be a fact's, before anything is written."""
+    if any("\ud800" <= character <= "\udfff" for character in content):
+        raise FactInvalid("content: not valid text (a lone UTF-16 surrogate).")
+    if has_control_characters(content, allow="\n\t"):
+        raise FactInvalid("content: only tabs and line breaks may be control characters.")
+    if not content.strip():
+        raise FactInvalid("content: must not be blank.")
+    if utf16_length(content) > MAX_CONTENT:
+        raise FactTooLong(f"content: at most {MAX_CONTENT:,} characters (UTF-16 code units).")
+
+
+def remember_id(*, conversation_id: uuid.UUID, tool_call_id: str) -> uuid.UUID:
+    """Return the id of the fact a `remember` call makes: the same for every replay of the call."""
+    return uuid.uuid5(REMEMBER_NAMESPACE, f"{conversation_id}:{tool_call_id}")
+
+
+def _check_proceed(proceed: Proceed) -> None:
+    if not proceed():
+        raise WriteAbandoned()
+
+
+def _add(*, fact_id: uuid.UUID | None, content: str) -> Fact:
+    """Insert an active fact inside the caller's transaction, under the add lock, within the limit."""
+    if Fact.objects.filter(state=FactState.ACTIVE).count() >= MAX_FACTS:
+        raise MemoryFull(f"Memory is full: at most {MAX_FACTS} facts. Delete one to add another.")
+    if fact_id is None:
+        return Fact.objects.create(content=content)
+    return Fact.objects.create(id=fact_id, content=content)
+
+
+def fact_create(*, content: str) -> Fact:
+    """Add a fact (the owner's)."""
+    fact_content_check(content)
+    with transaction.atomic():
+        facts_add_lock()
+        return _add(fact_id=None, content=content)
+
+
+def fact_remember(*, fact_id: uuid.UUID, content: str, proceed: Proceed = _always) -> tuple[Fact, bool]:
+    """Add a fact under a given id unless that id was used before; return it and whether it is new.
+
+    A replay finds the fact it made, or its tombstone, and writes nothing: a deleted fact
+    never comes back.
+    """
+    fact_content_check(content)
+    with transaction.atomic():
+        facts_add_lock()
+        existing = Fact.objects.filter(id=fact_id).first()
+        if existing is not None:
+            return existing, False
+        _check_proceed(proceed)
+        return _add(fact_id=fact_id, content=content), True
+
+
+def _stale(fact_id: uuid.UUID, version: int) -> FactConflict | None:
+    """Why a conditional write of an active fact changed nothing: a conflict, or None when it is absent."""
+    current = Fact.objects.filter(id=fact_id, state=FactState.ACTIVE).first()
+    if current is None:
+        return None
+    return FactConflict(
+        f"This fact was changed elsewhere: it is at version {current.version}, not {version}.",
+        current=fact_view(current),
+    )
+
+
+def fact_update(*, fact_id: uuid.UUID, content: str, version: int, proceed: Proceed = _always) -> Fact:
+    """Replace an active fact's text if it is still at `version`; never creates a fact."""
+    fact_content_check(content)
+    with transaction.atomic():
+        _check_proceed(proceed)
+        # One conditional UPDATE decides: of two edits based on the same version, the
+        # second finds the version moved on (PostgreSQL re-reads the row after the first
+        # commits; SQLite runs one writer at a time) and changes nothing.
+        changed = Fact.objects.filter(id=fact_id, state=FactState.ACTIVE, version=version).update(
+            content=content, version=F("version") + 1, updated_at=timezone.now()
+        )
+        if changed:
+            return Fact.objects.get(id=fact_id)
+        conflict = _stale(fact_id, version)
+        if conflict is None:
+            raise FactNotFound()
+        raise conflict
+
+
+def fact_delete(*, fact_id: uuid.UUID, version: int, proceed: Proceed = _always) -> bool:
+    """Make an active fact at `version` a tombstone; return False when there was no active fact."""
+    with transaction.atomic():
+        _check_proceed(proceed)
+        now = timezone.now()
+        changed = Fact.objects.filter(id=fact_id, state=FactState.ACTIVE, version=version).update(
+            state=FactState.DELETED, content="", deleted_at=now, updated_at=now, version=F("version") + 1
+        )
+        if changed:
+            return True
+        conflict = _stale(fact_id, version)
+        if conflict is None:
+            return False
+        raise conflict

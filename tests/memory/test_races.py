@@ -1,0 +1,149 @@
+"""Concurrent writes on real threads, each with its own database connection.
+
+On PostgreSQL both writers are held inside their transactions until each has begun, so
+their statements really overlap; on SQLite the second writer waits for the first one's
+write lock (transactions begin IMMEDIATE), which is the serialisation the code relies on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from memory import services
+from memory.errors import FactConflict, MemoryFull
+from memory.models import Fact, FactState
+from memory.rows import facts_add_lock
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+POSTGRESQL = connection.vendor == "postgresql"
+
+
+def in_threads(*work: Callable[[], Any]) -> list[Any]:
+    """Run each function on a thread of its own; return what each returned or raised."""
+    outcomes: list[Any] = [None] * len(work)
+
+    def target(index: int) -> None:
+        try:
+            outcomes[index] = work[index]()
+        except Exception as error:
+            outcomes[index] = error
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(len(work))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+        assert not thread.is_alive(), "a writer never finished"
+    return outcomes
+
+
+def both_inside() -> Callable[[], bool]:
+    """A `proceed` that lets each writer go on only once both are inside their transactions."""
+    barrier = threading.Barrier(2, timeout=30)
+
+    def proceed() -> bool:
+        if POSTGRESQL:
+            barrier.wait()
+        return True
+
+    return proceed
+
+
+def test_two_edits_from_the_same_version_one_wins_and_the_other_conflicts():
+    fact = services.fact_create(content="Lives in Lisbon.")
+    proceed = both_inside()
+
+    outcomes = in_threads(
+        lambda: services.fact_update(fact_id=fact.id, content="Lives in Porto.", version=1, proceed=proceed),
+        lambda: services.fact_update(fact_id=fact.id, content="Lives in Faro.", version=1, proceed=proceed),
+    )
+
+    winners = [o for o in outcomes if isinstance(o, Fact)]
+    losers = [o for o in outcomes if isinstance(o, FactConflict)]
+    assert (len(winners), len(losers)) == (1, 1), outcomes
+    stored = Fact.objects.get(id=fact.id)
+    assert (stored.content, stored.version) == (winners[0].content, 2)
+    assert losers[0].current == {**losers[0].current, "content": stored.content, "version": 2}
+
+
+def test_an_edit_and_a_delete_from_the_same_version_one_wins():
+    fact = services.fact_create(content="Lives in Lisbon.")
+    proceed = both_inside()
+
+    outcomes = in_threads(
+        lambda: services.fact_update(fact_id=fact.id, content="Lives in Porto.", version=1, proceed=proceed),
+        lambda: services.fact_delete(fact_id=fact.id, version=1, proceed=proceed),
+    )
+
+    stored = Fact.objects.get(id=fact.id)
+    if isinstance(outcomes[0], Fact):  # the edit won: the delete saw version 2
+        assert isinstance(outcomes[1], FactConflict)
+        assert (stored.state, stored.content, stored.version) == (FactState.ACTIVE, "Lives in Porto.", 2)
+    else:  # the delete won: the edit found no active fact and created none
+        assert outcomes[1] is True
+        assert type(outcomes[0]).__name__ == "FactNotFound"
+        assert (stored.state, stored.content, stored.version) == (FactState.DELETED, "", 2)
+    assert Fact.objects.count() == 1
+
+
+def test_two_replays_of_one_remember_store_one_fact():
+    fact_id = services.remember_id(conversation_id=Fact().id, tool_call_id="call_twice")
+
+    outcomes = in_threads(
+        lambda: services.fact_remember(fact_id=fact_id, content="Prefers tea."),
+        lambda: services.fact_remember(fact_id=fact_id, content="Prefers tea."),
+    )
+
+    assert sorted(created for _, created in outcomes) == [False, True], outcomes
+    assert list(Fact.objects.values_list("id", "content")) == [(fact_id, "Prefers tea.")]
+
+
+def test_a_second_add_waits_for_the_first_and_the_limit_holds():
+    Fact.objects.bulk_create(Fact(content=f"fact {i}") for i in range(199))
+    holding = threading.Event()
+    release = threading.Event()
+
+    def first() -> Fact:
+        from django.db import transaction
+
+        with transaction.atomic():
+            facts_add_lock()
+            fact = Fact.objects.create(content="the 200th")
+            holding.set()
+            assert release.wait(30)
+            return fact
+
+    def second() -> Fact:
+        assert holding.wait(30)
+        return services.fact_create(content="the 201st")
+
+    def observer() -> None:
+        assert holding.wait(30)
+        if POSTGRESQL:
+            # The second add must be waiting for the add lock, not counting on its own.
+            with connection.cursor() as cursor:
+                for _ in range(1500):
+                    cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+                    if cursor.fetchone()[0]:
+                        break
+                    time.sleep(0.02)
+                else:
+                    release.set()
+                    raise AssertionError("the second add did not wait for the add lock")
+        release.set()
+
+    outcomes = in_threads(first, second, observer)
+
+    assert isinstance(outcomes[0], Fact)
+    assert isinstance(outcomes[1], MemoryFull), outcomes
+    assert outcomes[2] is None
+    assert Fact.objects.filter(state=FactState.ACTIVE).count() == 200
