@@ -42,14 +42,19 @@ _abandoned: set[asyncio.Task[Any]] = set()
 class CallResult:
     status: str  # succeeded | failed | cancelled | unavailable
     output: Any
-    # Why the call did not succeed, in words the engine (or ToolFailed) chose: safe to show.
+    # Why the call did not succeed, for its activity card: words the engine (or ToolFailed)
+    # chose, which never quote the call's input.
     message: str | None = None
 
 
-def failed_call(status: str, code: str, message: str) -> CallResult:
-    """The result of a call that did not succeed for a reason the engine states (safe, bounded)."""
+def failed_call(status: str, code: str, message: str, *, card: str | None = None) -> CallResult:
+    """The result of a call that did not succeed for a reason the engine states (bounded).
+
+    `message` goes to the model; the card shows `card` instead when the message may quote
+    what the model sent (which a card must never show).
+    """
     message = message[:MESSAGE_MAX]
-    return CallResult(status, {"error": code, "message": message}, message)
+    return CallResult(status, {"error": code, "message": message}, card or message)
 
 
 class CallWatch:
@@ -127,7 +132,8 @@ async def tool_call_execute(
     """
     problem = input_problem(tool, data)
     if problem is not None:
-        return failed_call(ActivityStatus.FAILED, "invalid_input", problem)
+        card = f"{tool.label or tool.name} was given input it does not accept; the model was told why."
+        return failed_call(ActivityStatus.FAILED, "invalid_input", problem, card=card)
     unavailable = await availability.problem(tool, context)
     if unavailable is not None:
         return failed_call(ActivityStatus.UNAVAILABLE, "unavailable", unavailable)

@@ -42,7 +42,6 @@ from tests.support.engine import (
 )
 from tests.support.fake_providers import Call, Text
 from tools import registry
-from tools.activity import safe_text
 from tools.models import ToolActivity, ToolSlot
 from tools.output import json_size
 from tools.registry import CleanupRequest, Effect, Tool, ToolContext, tool_register, tool_unregister
@@ -110,7 +109,8 @@ async def test_it_answers_invalid_input_to_the_model_and_never_runs_the_tool(
     assert tool_results_sent(anthropic, fake_providers.requests[1].body)["c1"] == part["output"]
     card = await final_card(turn.id, "c1")
     assert (card.status, card.execution_count, card.started_at) == ("failed", 0, None)
-    assert card.summary == safe_text(message)
+    # The card never quotes what the model sent; the model gets the details.
+    assert card.summary == "forecast was given input it does not accept; the model was told why."
 
 
 async def test_it_bounds_an_invalid_input_message_to_500_characters(anthropic, register, fake_providers, cancels):
