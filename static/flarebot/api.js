@@ -49,3 +49,19 @@ export async function api(path, { method = "GET", body, signal } = {}) {
   }
   return data;
 }
+
+/** A settings-style call: (method, path, body), with a network failure said in the pages' words. */
+export async function call(method, path, body) {
+  try {
+    return await api(path, { method, body });
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    throw new ApiError(0, "unreachable", "Flarebot could not be reached. Check the connection and try again.");
+  }
+}
+
+/** Show a message in an element; `kind` ("error", "ok", ...) styles it. */
+export function say(element, text, kind) {
+  element.textContent = text;
+  element.dataset.kind = kind || "";
+}

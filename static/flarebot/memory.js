@@ -3,25 +3,12 @@
 // section's data attributes. The page decides by an error's code, never by its message.
 // One operation runs at a time (add, save, delete, reload); the others wait until it ends.
 // A failed save keeps the owner's draft; a version conflict shows the current text beside it.
-import { ApiError, api as request } from "./api.js";
+import { call as api, say } from "./api.js";
 
 const LIST = "/api/memories/";
 const numbers = new Intl.NumberFormat("en-US");
 const format = (n) => numbers.format(n);
 
-async function api(method, path, body) {
-  try {
-    return await request(path, { method, body });
-  } catch (error) {
-    if (error instanceof ApiError) throw error;
-    throw new ApiError(0, "unreachable", "Flarebot could not be reached. Check the connection and try again.");
-  }
-}
-
-function say(element, text, kind) {
-  element.textContent = text;
-  element.dataset.kind = kind || "";
-}
 
 export function memorySection(root = document.getElementById("memory")) {
   const maxFacts = Number(root.dataset.maxFacts);

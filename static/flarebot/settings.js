@@ -2,7 +2,7 @@
 // Everything is loaded from and saved through /api/settings/ and /api/memories/ (see
 // PROTOCOL.md); the page itself carries no private data. Stored keys are never shown: only
 // "Configured"/"Missing". The Memory section is its own module (memory.js).
-import { ApiError, api as request } from "./api.js";
+import { call as api, say } from "./api.js";
 import { memorySection } from "./memory.js";
 
 (function () {
@@ -13,20 +13,6 @@ import { memorySection } from "./memory.js";
   const numbers = new Intl.NumberFormat("en-US");
   const byId = (id) => document.getElementById(id);
 
-  // The shared call, with a network failure said in this page's words.
-  async function api(method, path, body) {
-    try {
-      return await request(path, { method, body });
-    } catch (error) {
-      if (error instanceof ApiError) throw error;
-      throw new ApiError(0, "unreachable", "Flarebot could not be reached. Check the connection and try again.");
-    }
-  }
-
-  function say(element, text, kind) {
-    element.textContent = text;
-    element.dataset.kind = kind || "";
-  }
 
   function busy(elements, on) {
     for (const element of elements) element.disabled = on;
