@@ -23,10 +23,10 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 migrate: install
-	$(PY) manage.py migrate --noinput
+	@$(PY) manage.py migrate --noinput -v 0
 
 run: migrate
-	$(PY) manage.py runstack
+	@$(PY) manage.py runstack
 
 test: install-dev
 	bash scripts/test.sh

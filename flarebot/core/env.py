@@ -97,6 +97,7 @@ class FlarebotConfig:
     data_dir: Path
     database_url: str | None
     redis_url: str
+    redis_url_explicit: bool  # set by the operator (never silently replaced), not the default
     port: int
     bind: str
     origin: str
@@ -109,6 +110,7 @@ class FlarebotConfig:
     worker_concurrency: int
     worker_processes: int
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    log_level: str  # what `make run` shows: warning (ready lines and warnings), info or debug (everything)
 
     @property
     def production(self) -> bool:
@@ -140,6 +142,7 @@ def load_config() -> FlarebotConfig:
         data_dir=data_dir,
         database_url=env_secret("DATABASE_URL"),
         redis_url=env_str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+        redis_url_explicit=_raw("REDIS_URL") is not None,
         port=port,
         bind=env_str("FLAREBOT_BIND", "127.0.0.1"),
         origin=_normalise_origin(origin_raw, "FLAREBOT_ORIGIN"),
@@ -152,7 +155,16 @@ def load_config() -> FlarebotConfig:
         worker_concurrency=env_int("FLAREBOT_WORKER_CONCURRENCY", 128, minimum=1, maximum=1024),
         worker_processes=env_int("FLAREBOT_WORKER_PROCESSES", default_worker_processes(), minimum=1, maximum=64),
         trusted_proxies=env_networks("FLAREBOT_TRUSTED_PROXIES"),
+        log_level=env_choice("FLAREBOT_LOG_LEVEL", "warning", ("warning", "info", "debug")),
     )
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """Return one of `choices` (case-insensitive), or the default when unset."""
+    value = (_raw(name) or default).lower()
+    if value not in choices:
+        raise ConfigurationError(f"{name} must be one of: {', '.join(choices)}")
+    return value
 
 
 def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:

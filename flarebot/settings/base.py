@@ -230,7 +230,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": "INFO"},
+    "root": {"handlers": ["console"], "level": "DEBUG" if CONFIG.log_level == "debug" else "INFO"},
     "loggers": {
         "django.request": {"level": "ERROR"},
         "daphne": {"level": "WARNING"},

@@ -1,4 +1,10 @@
-"""`python manage.py runstack`: run web, worker and beat in the foreground until Ctrl-C."""
+"""`python manage.py runstack`: run web, worker and beat in the foreground until Ctrl-C.
+
+The screen stays quiet: one line per process as it becomes ready, the warnings that
+matter, and the address to open last. Every process's own output (Celery's banner, its
+warnings) goes to its log under the data dir; FLAREBOT_LOG_LEVEL=info or debug shows it
+on the screen too.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +13,20 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
+import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from flarebot.core.broker import EMBEDDED_MARK, BrokerUnavailable, broker_plan, url_for_display, wait_for_redis
 from flarebot.core.env import BASE_DIR
 from flarebot.core.installation import installation_get_verified
-from flarebot.core.redis_check import private_redis_argv, redis_is_reachable, wait_for_redis
 from flarebot.core.stack import ProcessSpec, Stack, process_specs
+
+BROKER = "broker"
+READY_TIMEOUT = 120.0
 
 
 class Command(BaseCommand):
@@ -23,31 +34,25 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         config = settings.CONFIG
-        worker_name = f"worker-{os.getpid()}@{socket.gethostname()}"
+        try:
+            plan = broker_plan(url=config.redis_url, explicit=config.redis_url_explicit, data_dir=config.data_dir)
+        except BrokerUnavailable as error:
+            raise CommandError(str(error)) from None
+        env = {**os.environ, "REDIS_URL": plan.url}
+        if plan.embedded:
+            env[EMBEDDED_MARK] = plan.kind
         specs = process_specs(
             bind=config.bind,
             port=config.port,
-            worker_name=worker_name,
+            worker_name=f"worker-{os.getpid()}@{socket.gethostname()}",
             worker_threads=config.worker_concurrency,
             worker_processes=config.worker_processes,
         )
-        if not redis_is_reachable(config.redis_url):
-            argv = private_redis_argv(config.redis_url, config.data_dir)
-            if argv is None:
-                raise CommandError(
-                    f"Redis does not answer at {config.redis_url} and no local redis-server can be started. "
-                    "Start Redis or set REDIS_URL."
-                )
-            self.stdout.write(
-                f"Redis does not answer; starting a private redis-server under {config.data_dir / 'redis'}."
-            )
-            specs.insert(0, ProcessSpec("redis", argv))
-        if installation_get_verified() is None:
-            self.stdout.write(
-                "No owner yet. Create one in another terminal with:\n"
-                "  .venv/bin/python manage.py createowner --username YOUR_NAME"
-            )
-        stack = Stack(specs=specs, env=os.environ, log_dir=config.data_dir / "logs", cwd=BASE_DIR, echo=sys.stdout)
+        if plan.argv is not None:
+            specs.insert(0, ProcessSpec(BROKER, plan.argv))
+        log_dir = config.data_dir / "logs"
+        verbose = config.log_level != "warning"
+        stack = Stack(specs=specs, env=env, log_dir=log_dir, cwd=BASE_DIR, echo=sys.stdout if verbose else None)
         stopping = False
 
         def request_stop(signum: int, frame: Any) -> None:
@@ -56,23 +61,67 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
-        if specs[0].name == "redis":
-            stack.start(only="redis")
-            if not wait_for_redis(config.redis_url, stack.processes["redis"]):
-                stack.stop()
-                raise CommandError("The private redis-server did not start; see its log under the data dir.")
-        for spec in specs:
-            if spec.name != "redis":
-                stack.start(only=spec.name)
-        self.stdout.write(f"Flarebot is starting at {config.origin} (Ctrl-C stops everything).")
+        offsets = {spec.name: _log_size(stack, spec.name) for spec in specs}
         try:
+            if plan.argv is not None:
+                stack.start(only=BROKER)
+                if not wait_for_redis(plan.url, stack.processes[BROKER]):
+                    raise CommandError(f"The private {plan.kind} did not start; see {log_dir / 'broker.log'}.")
+                self.stdout.write(f"broker  ready: a private {plan.kind} at {url_for_display(plan.url)}")
+            for spec in specs:
+                if spec.name != BROKER:
+                    stack.start(only=spec.name)
+            waiting = {spec.name: _readiness(stack, spec.name, offsets[spec.name]) for spec in specs}
+            waiting.pop(BROKER, None)
+            deadline = time.monotonic() + READY_TIMEOUT
             while not stopping:
                 dead = stack.exited()
                 if dead is not None:
-                    self.stderr.write(f"{dead} exited; stopping the others.")
+                    self.stderr.write(f"{dead} exited; stopping the others. Its log: {log_dir / (dead + '.log')}")
                     break
+                for name, ready in list(waiting.items()):
+                    if ready():
+                        del waiting[name]
+                        self.stdout.write(f"{name:<7} ready")
+                        if not waiting:
+                            self._warnings_and_address(config.origin, log_dir)
+                if waiting and time.monotonic() > deadline:
+                    names = ", ".join(sorted(waiting))
+                    self.stderr.write(f"Still not ready after {READY_TIMEOUT:g} s: {names}. Logs: {log_dir}")
+                    deadline = float("inf")
                 time.sleep(0.2)
         finally:
             stack.stop()
         if not stopping:
             raise CommandError("A Flarebot process stopped unexpectedly.")
+
+    def _warnings_and_address(self, origin: str, log_dir: Any) -> None:
+        if installation_get_verified() is None:
+            self.stdout.write(
+                "warning: no owner yet. Create one in another terminal with:\n"
+                "  .venv/bin/python manage.py createowner --username YOUR_NAME"
+            )
+        self.stdout.write(f"Logs: {log_dir}")
+        self.stdout.write(f"Open {origin}/ (Ctrl-C stops everything)")
+
+
+def _log_size(stack: Stack, name: str) -> int:
+    return len(stack.log_text(name))
+
+
+def _readiness(stack: Stack, name: str, since: int) -> Callable[[], bool]:
+    """How to tell that a process is ready: web answers /status/; workers and beat say so."""
+    if name == "web":
+        return _web_answers
+    marker = "beat: Starting" if name == "beat" else " ready."
+    return lambda: marker in stack.log_text(name)[since:]
+
+
+def _web_answers() -> bool:
+    config = settings.CONFIG
+    host = "127.0.0.1" if config.bind in ("0.0.0.0", "::") else config.bind
+    host = f"[{host}]" if ":" in host else host
+    try:
+        return httpx.get(f"http://{host}:{config.port}/status/", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
