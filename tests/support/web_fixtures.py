@@ -148,6 +148,12 @@ class FixtureWeb:
             ),
             "/ticker": lambda r: web.Response(text=TICKER, content_type=html),
             "/bench": lambda r: web.Response(text=BENCH_PAGE, content_type=html),
+            "/cookie-set": lambda r: web.Response(
+                text="<title>Set</title><p>cookie set</p>", content_type=html, headers={"Set-Cookie": "session=abc"}
+            ),
+            "/cookie-echo": lambda r: web.Response(
+                text=f"<title>Echo</title><p>cookie: {r.cookies.get('session', 'none')}</p>", content_type=html
+            ),
         }  # fmt: skip
         for path, handler in routes.items():
             app.router.add_get(path, _async(handler))
@@ -173,7 +179,7 @@ class FixtureWeb:
             for _ in range(600):
                 await asyncio.sleep(0.1)
                 await response.write(b".")
-        except (ConnectionError, RuntimeError):
+        except (ConnectionError, RuntimeError, asyncio.CancelledError):
             self.slow_gone.set()
             raise
         return response
@@ -230,7 +236,7 @@ def fixture_web_start() -> FixtureWeb:
     def serve() -> None:
         loop = asyncio.new_event_loop()
         server._loop = loop
-        runner = web.AppRunner(server.app(), access_log=None)
+        runner = web.AppRunner(server.app(), access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
         loop.run_until_complete(runner.setup())
         for port in (server.port, server.other_port):
             loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())

@@ -128,6 +128,8 @@ async def web_search(context: ToolContext, data: dict[str, Any]) -> dict[str, An
             body = raw.content
     except TimeoutError:
         return failure("timeout", f"The web search did not answer within {DEADLINE:g} s.")
+    except ResponseTooLarge:
+        return _too_large_failure()
     except openai.APIError as error:
         return _api_failure(error)
     finally:
@@ -144,10 +146,14 @@ def _too_large(error: BaseException) -> bool:
     return False
 
 
+def _too_large_failure() -> dict[str, Any]:
+    return failure("too_large", f"The search answer was larger than {RESPONSE_MAX:,} bytes.")
+
+
 def _api_failure(error: openai.APIError) -> dict[str, Any]:
     """Map an SDK error to a safe, classified failure (never its body, never the key)."""
     if _too_large(error):
-        return failure("too_large", f"The search answer was larger than {RESPONSE_MAX:,} bytes.")
+        return _too_large_failure()
     if isinstance(error, openai.APITimeoutError):
         return failure("timeout", f"The web search did not answer within {DEADLINE:g} s.")
     if isinstance(error, openai.APIConnectionError):
