@@ -59,7 +59,17 @@ RENDEZVOUS_SCHEMA = {
     "required": ["me", "other"],
 }
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-TOOL_NAMES = ["long_job", "read_page", "rendezvous", "send_postcard", "weather_forecast"]
+# The fixture tools of this module and the web tools, which the tools app always registers.
+TOOL_NAMES = [
+    "browser_read",
+    "long_job",
+    "read_page",
+    "read_url",
+    "rendezvous",
+    "send_postcard",
+    "weather_forecast",
+    "web_search",
+]
 INTERRUPTED = {"error": "interrupted", "message": "The tool call was interrupted; its outcome is unknown."}
 
 
