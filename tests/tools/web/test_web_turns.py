@@ -57,7 +57,8 @@ async def test_a_read_page_is_a_source_in_the_tool_part_and_only_its_host_on_the
     assert "Fish & Chips" in source["content"]
     assert tool_results_sent(anthropic, fake_providers.requests[1].body)["c1"] == part["output"]
     final = (await cards(conversation_id))[-1]
-    assert (final["label"], final["status"], final["summary"]) == ("Reading a page", "succeeded", f"127.0.0.1:{web.port}")
+    expected = ("Reading a page", "succeeded", f"127.0.0.1:{web.port}")
+    assert (final["label"], final["status"], final["summary"]) == expected
     shown = json.dumps(await cards(conversation_id))
     assert "/article" not in shown
     assert "Fish" not in shown
