@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from django.utils import timezone
@@ -21,10 +20,10 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(scope="module")
-def web() -> Iterator[FixtureWeb]:
+def web() -> FixtureWeb:
     server = fixture_web_start()
-    yield server
-    server.stop()
+    server.reset()
+    return server
 
 
 def test_it_lists_the_pages_a_turn_read_under_its_answer(

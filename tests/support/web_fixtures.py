@@ -226,8 +226,14 @@ def _async(handler):
     return handle
 
 
+_running: FixtureWeb | None = None
+
+
 def fixture_web_start() -> FixtureWeb:
-    """Start the fixture server on the test run's two ports (in a daemon thread)."""
+    """Return the fixture server on the test run's two ports, started once (in a daemon thread)."""
+    global _running
+    if _running is not None:
+        return _running
     server = FixtureWeb(
         port=int(os.environ["FLAREBOT_TEST_WEB_PORT"]), other_port=int(os.environ["FLAREBOT_TEST_WEB_OTHER_PORT"])
     )
@@ -247,4 +253,5 @@ def fixture_web_start() -> FixtureWeb:
     threading.Thread(target=serve, name="fixture-web", daemon=True).start()
     if not ready.wait(10):
         raise RuntimeError("the fixture web server did not start")
+    _running = server
     return server

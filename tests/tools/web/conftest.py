@@ -39,10 +39,9 @@ def dns(monkeypatch) -> FakeDns:
 
 
 @pytest.fixture(scope="session")
-def web_server() -> Iterator[FixtureWeb]:
-    server = fixture_web_start()
-    yield server
-    server.stop()
+def web_server() -> FixtureWeb:
+    # Started once per test run and left to end with it: the chat page's tests share it.
+    return fixture_web_start()
 
 
 @pytest.fixture
