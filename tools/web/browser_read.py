@@ -369,6 +369,8 @@ async def browser_cleanup(request: CleanupRequest) -> None:
     # Deletion runs in the teardown job, maybe in another process than the contexts: ask
     # their holders (their watchers close them), settle the leases of gone processes, and
     # wait; anything still open fails the hook, and the teardown tries again later.
+    if await db(browser_leases_open_count)(conversation_id=request.conversation_id) == 0:
+        return  # the common case, answered by a read alone
     await db(browser_leases_request_close)(conversation_id=request.conversation_id)
     give_up = time.monotonic() + DELETION_WAIT
     while True:
