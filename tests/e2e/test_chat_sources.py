@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, Message, MessageRole, Turn, TurnStatus
 from tests.e2e.chat_support import anthropic_key, chat_page, last_answer, live_owner, open_conversation, send
+from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live_clients import OwnerClient
 from tests.support.web_fixtures import FixtureWeb, fixture_web_start
@@ -51,6 +52,9 @@ def test_it_lists_the_pages_a_turn_read_under_its_answer(
     expect(link).to_have_attribute("rel", "noopener noreferrer")
     card = page.locator('.tool-card[data-tool-call-id="toolu_read"]')
     expect(card.locator(".tool-label")).to_have_text("Reading a page")
+    expect(last_answer(page).locator(".md a")).to_have_text("fish and chips")
+    expect(page.locator("#stop")).to_be_hidden()
+    screenshot(page, "chat-sources")
 
     page.reload()
     expect(last_answer(page).locator(".sources a.source-link")).to_have_attribute("href", url)
