@@ -21,6 +21,13 @@ os.environ.setdefault("FLAREBOT_PORT", str(free_port()))
 _provider_port = os.environ.setdefault("FLAREBOT_TEST_PROVIDER_PORT", str(free_port()))
 os.environ["FLAREBOT_ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{_provider_port}"
 os.environ["FLAREBOT_OPENAI_BASE_URL"] = f"http://127.0.0.1:{_provider_port}/v1"
+# The loopback fixture web server (tests/support/web_fixtures.py): the web tools reach it
+# through the operator's allowlist, the only way past the network policy; its second
+# port is deliberately not listed.
+_web_port = os.environ.setdefault("FLAREBOT_TEST_WEB_PORT", str(free_port()))
+os.environ.setdefault("FLAREBOT_TEST_WEB_OTHER_PORT", str(free_port()))
+os.environ["FLAREBOT_NETWORK_ALLOW"] = f"127.0.0.1:{_web_port}"
+os.environ.pop("FLAREBOT_SEARCH_MODEL", None)
 os.environ.pop("FLAREBOT_LOCAL_BASE_URL", None)
 os.environ.pop("FLAREBOT_LOCAL_MODELS", None)
 os.environ.setdefault("FLAREBOT_STREAM_IDLE_TIMEOUT", "3")

@@ -6,3 +6,12 @@ class ToolsConfig(AppConfig):
 
     name = "tools"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from tools.registry import tool_register
+        from tools.web.browser_read import BROWSER_READ
+        from tools.web.read_url import READ_URL
+        from tools.web.search import WEB_SEARCH
+
+        for tool in (WEB_SEARCH, READ_URL, BROWSER_READ):
+            tool_register(tool)

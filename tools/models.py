@@ -72,3 +72,47 @@ class ToolSlot(BaseModel):
             # slot_acquire: one holder per place of a tool (also its lookup index)
             models.UniqueConstraint(fields=["tool", "slot"], name="tools_slot_unique"),
         ]
+
+
+class BrowserLeaseState(models.TextChoices):
+    OPEN = "open", "Open"  # recorded before the context opens: it may exist
+    CLOSED = "closed", "Closed"  # its closure was confirmed (or its browser died with its process)
+    CLEANUP_FAILED = "cleanup_failed", "Cleanup failed"  # retries exhausted; left unresolved
+
+
+class BrowserLease(BaseModel):
+    """One browser_read call's browser context, recorded before the context opens.
+
+    The context lives in one worker process (`holder`: host, pid and start time); only that
+    process can close it. Others ask it to (`close_requested_at`, which its watcher polls)
+    and a cleanup job retries. `conversation_id` is a plain UUID, never a foreign key: a
+    lease outlives its conversation's deletion until its browser is confirmed closed.
+    """
+
+    conversation_id = models.UUIDField()
+    turn_id = models.UUIDField()
+    tool_call_id = models.CharField(max_length=128)
+    holder = models.CharField(max_length=200)
+    state = models.CharField(max_length=16, choices=BrowserLeaseState.choices, default=BrowserLeaseState.OPEN)
+    # The end of the call's budget plus its close: the original, never extended.
+    expires_at = models.DateTimeField()
+    close_requested_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    cleanup_attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=BrowserLeaseState.values), name="tools_browser_lease_state_valid"
+            ),
+        ]
+        indexes = [
+            # browser_leases_request_close (conversation deletion): a conversation's open leases
+            models.Index(
+                fields=["conversation_id"], name="tools_lease_conversation_open", condition=models.Q(state="open")
+            ),
+            # browser_leases_close_requested (the holder's watcher) and browser_leases_reconcile
+            models.Index(fields=["holder"], name="tools_lease_holder_open", condition=models.Q(state="open")),
+            # browser_leases_sweep: open leases past their expiry
+            models.Index(fields=["expires_at"], name="tools_lease_expiry_open", condition=models.Q(state="open")),
+        ]

@@ -111,6 +111,10 @@ class FlarebotConfig:
     worker_processes: int
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
     log_level: str  # what `make run` shows: warning (ready lines and warnings), info or debug (everything)
+    # Exact (host, port) pairs the web tools may reach even when private (tools.network.policy).
+    network_allow: tuple[tuple[str, int], ...] = ()
+    search_model: str = "gpt-5.4-mini"
+    chromium: str | None = None  # the operator's browser for browser_read; else it is looked for
 
     @property
     def production(self) -> bool:
@@ -156,6 +160,9 @@ def load_config() -> FlarebotConfig:
         worker_processes=env_int("FLAREBOT_WORKER_PROCESSES", default_worker_processes(), minimum=1, maximum=64),
         trusted_proxies=env_networks("FLAREBOT_TRUSTED_PROXIES"),
         log_level=env_choice("FLAREBOT_LOG_LEVEL", "warning", ("warning", "info", "debug")),
+        network_allow=env_host_ports("FLAREBOT_NETWORK_ALLOW"),
+        search_model=_search_model(),
+        chromium=_raw("FLAREBOT_CHROMIUM"),
     )
 
 
@@ -181,6 +188,54 @@ def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Netwo
                 f"{entry.strip()[:60]!r} is neither"
             ) from None
     return tuple(dict.fromkeys(networks))
+
+
+def env_host_ports(name: str) -> tuple[tuple[str, int], ...]:
+    """Return comma-separated exact `host:port` entries (a name, `1.2.3.4` or `[::1]`) as pairs.
+
+    Each entry is kept as written (lowercased): it allows exactly that spelling of the
+    host and that port, so it is checked to be one host and a port, nothing more.
+    """
+    entries = []
+    for raw_entry in (_raw(name) or "").split(","):
+        entry = raw_entry.strip().lower()
+        if not entry:
+            continue
+        host, _, port = entry.rpartition(":")
+        problem = _host_port_problem(host, port)
+        if problem:
+            raise ConfigurationError(f"{name}: {entry[:80]!r} is not host:port ({problem})")
+        entries.append((host, int(port)))
+    return tuple(dict.fromkeys(entries))
+
+
+def _host_port_problem(host: str, port: str) -> str | None:
+    if not (port.isascii() and port.isdigit() and 0 < int(port) <= 65535):
+        return "the port must be 1-65535"
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return "not an IPv6 address"
+        return None
+    if not host or not all(ch.isascii() and (ch.isalnum() or ch in ".-_") for ch in host):
+        return "a host name, an IPv4 address or a bracketed IPv6 address"
+    last_label = host.rstrip(".").rpartition(".")[2]
+    if last_label.isdigit() or last_label.startswith("0x"):
+        # Numeric: only the canonical dotted form, the one spelling URLs are matched by.
+        try:
+            if str(ipaddress.IPv4Address(host)) != host:
+                return "an IPv4 address in its dotted form"
+        except ValueError:
+            return "an IPv4 address in its dotted form"
+    return None
+
+
+def _search_model() -> str:
+    model = env_str("FLAREBOT_SEARCH_MODEL", "gpt-5.4-mini")
+    if len(model) > 128 or any(ch.isspace() or not ch.isprintable() for ch in model):
+        raise ConfigurationError("FLAREBOT_SEARCH_MODEL holds an invalid model id")
+    return model
 
 
 def default_worker_processes() -> int:

@@ -202,6 +202,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 5.0,
         "options": {"expires": 5.0},
     },
+    "tools-browser-leases-sweep": {
+        "task": "tools.jobs.browser_leases_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
     "conversations-finish-deletions": {
         "task": "conversations.jobs.conversation_finish_deletions",
         "schedule": 300.0,

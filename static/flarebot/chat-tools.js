@@ -147,3 +147,53 @@ export class ToolCard {
     this.body.replaceChildren(...nodes);
   }
 }
+
+// Sources of a turn: what the web tools read or found, from their tool parts' outputs.
+const SOURCE_TOOLS = new Set(["web_search", "read_url", "browser_read"]);
+const SOURCES_MAX = 30;
+
+/** Return the turn's distinct web sources: [{url, title, host}], only http(s) URLs. */
+export function sourcesOf(parts) {
+  const found = new Map();
+  for (const part of parts || []) {
+    if (part.type !== "tool" || !SOURCE_TOOLS.has(part.name)) continue;
+    const output = part.output;
+    if (!output || typeof output !== "object" || output.ok === false || !Array.isArray(output.sources)) continue;
+    for (const source of output.sources) {
+      if (found.size >= SOURCES_MAX) return [...found.values()];
+      if (!source || typeof source.final_url !== "string") continue;
+      let url;
+      try {
+        url = new URL(source.final_url);
+      } catch {
+        continue;
+      }
+      if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password) continue;
+      if (found.has(url.href)) continue;
+      const title = typeof source.title === "string" && source.title.trim() ? source.title.trim() : url.host;
+      found.set(url.href, { url: url.href, title: title.slice(0, 240), host: url.host });
+    }
+  }
+  return [...found.values()];
+}
+
+/** Build the compact source list shown under an answer (DOM nodes only; null when empty). */
+export function renderSources(sources) {
+  if (!sources.length) return null;
+  const box = el("nav", "sources");
+  box.setAttribute("aria-label", "Sources");
+  box.append(el("div", "sources-title", "Sources"));
+  const list = el("ol", "sources-list");
+  for (const source of sources) {
+    const link = el("a", "source-link");
+    link.href = source.url;
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    link.append(el("span", "source-title", source.title), el("span", "source-host", source.host));
+    const item = el("li", "source");
+    item.append(link);
+    list.append(item);
+  }
+  box.append(list);
+  return box;
+}

@@ -9,7 +9,7 @@
 
 import { ApiError, api, toSignIn } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
-import { ToolCard } from "./chat-tools.js";
+import { ToolCard, renderSources, sourcesOf } from "./chat-tools.js";
 
 const app = document.getElementById("app");
 const $ = (id) => document.getElementById(id);
@@ -93,6 +93,7 @@ class Turn {
     this.userEl = null;
     this.assistantEl = null;
     this.partsEl = null;
+    this.sourcesEl = null;
     this.noteEl = null;
     this.parts = []; // the assistant message's parts, as the transcript has them
     this.textEls = new Map(); // part index -> element of that text part
@@ -171,8 +172,17 @@ class Turn {
     // Activity announced before its tool part: show its card anyway.
     for (const [id, card] of this.cards) if (!shown.has(id) && card.activity) nodes.push(card.el);
     this.partsEl.replaceChildren(...nodes);
+    this.renderSources();
     this.view.schedule();
     this.refresh();
+  }
+
+  /** Show the web sources of the turn's tool outputs as a compact list under the answer. */
+  renderSources() {
+    const list = renderSources(sourcesOf(this.parts));
+    if (this.sourcesEl) this.sourcesEl.remove();
+    this.sourcesEl = list;
+    if (list) this.assistantEl.insertBefore(list, this.thinkingEl);
   }
 
   appendText(text) {
@@ -562,6 +572,7 @@ class ConversationView {
           part.output = data.output;
           part.status = data.status;
           turn.card(data.tool_call_id).setPart(part);
+          turn.renderSources();
         }
         break;
       }

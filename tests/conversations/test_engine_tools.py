@@ -59,17 +59,20 @@ RENDEZVOUS_SCHEMA = {
     "required": ["me", "other"],
 }
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-# The fixture tools of this module and the memory tools, which the memory app always registers.
+# The fixture tools of this module and the tools the apps always register (memory, web).
 TOOL_NAMES = [
+    "browser_read",
     "forget",
     "long_job",
     "read_page",
+    "read_url",
     "recall",
     "remember",
     "rendezvous",
     "send_postcard",
     "update_memory",
     "weather_forecast",
+    "web_search",
 ]
 INTERRUPTED = {"error": "interrupted", "message": "The tool call was interrupted; its outcome is unknown."}
 

@@ -39,3 +39,36 @@ def test_it_refuses_trusted_proxies_that_are_not_addresses(monkeypatch, value):
 
     with pytest.raises(env.ConfigurationError, match="FLAREBOT_TRUSTED_PROXIES"):
         env.load_config()
+
+
+def test_it_allows_no_private_host_by_default(monkeypatch):
+    monkeypatch.delenv("FLAREBOT_NETWORK_ALLOW", raising=False)
+
+    assert env.load_config().network_allow == ()
+
+
+def test_it_reads_the_network_allowlist_as_exact_host_and_port_pairs(monkeypatch):
+    monkeypatch.setenv(
+        "FLAREBOT_NETWORK_ALLOW", " Wiki.Home.example:8080, 192.168.1.5:80,[fd00::5]:443,, 192.168.1.5:80"
+    )
+
+    assert env.load_config().network_allow == (("wiki.home.example", 8080), ("192.168.1.5", 80), ("[fd00::5]", 443))
+
+
+@pytest.mark.parametrize(
+    "entry", ["wiki.home.example", "wiki:0", "wiki:65536", "wiki:http", "127.1:80", "0x7f000001:80", "[::1", "a b:80"]
+)
+def test_it_refuses_allowlist_entries_that_are_not_one_host_and_port(monkeypatch, entry):
+    monkeypatch.setenv("FLAREBOT_NETWORK_ALLOW", entry)
+
+    with pytest.raises(env.ConfigurationError, match="FLAREBOT_NETWORK_ALLOW"):
+        env.load_config()
+
+
+def test_it_takes_the_operators_search_model_and_chromium(monkeypatch):
+    monkeypatch.setenv("FLAREBOT_SEARCH_MODEL", "gpt-search")
+    monkeypatch.setenv("FLAREBOT_CHROMIUM", "/opt/chromium/chrome")
+
+    config = env.load_config()
+
+    assert (config.search_model, config.chromium) == ("gpt-search", "/opt/chromium/chrome")

@@ -3,7 +3,10 @@
 One asyncio HTTP/1.1 server (in its own thread) answers:
 - `POST /v1/messages`: the Anthropic Messages API, streamed as server-sent events;
 - `POST /v1/chat/completions` and `POST /local/v1/chat/completions`: OpenAI Chat
-  Completions streaming (the `openai` and `local` providers).
+  Completions streaming (the `openai` and `local` providers);
+- `POST /v1/responses`: the OpenAI Responses API as the web_search tool uses it (one JSON
+  answer with a hosted web search call, citations and action sources), scripted apart
+  with `FakeProviders.search(...)`.
 
 Each test scripts the next answers with `FakeProviders.script(...)`: a list of steps
 (text chunks, tool calls, HTTP errors, errors inside the stream, stalls, dropped
@@ -61,6 +64,38 @@ Step = Text | Call | HttpError | StreamError | Stall | Drop
 
 
 @dataclass
+class Search:
+    """A Responses API answer with one hosted web search call."""
+
+    text: str = "A short synthesis of what the search found."
+    citations: list[tuple[str, str]] = field(default_factory=list)  # (url, title) annotations
+    sources: list[str] = field(default_factory=list)  # the search action's source URLs
+    status: str = "completed"
+    search_status: str = "completed"
+    searched: bool = True
+    incomplete_reason: str | None = None
+
+
+@dataclass
+class RawAnswer:
+    """Exactly these bytes as the body (malformed or oversized answers)."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
+
+
+@dataclass
+class SlowAnswer:
+    """Send the headers and the start of a body, then nothing for `seconds`."""
+
+    seconds: float
+
+
+SearchStep = Search | RawAnswer | SlowAnswer | HttpError
+
+
+@dataclass
 class Recorded:
     path: str
     headers: dict[str, str]
@@ -75,6 +110,7 @@ class FakeProviders:
     port: int = field(default_factory=free_port)
     requests: list[Recorded] = field(default_factory=list)
     scripts: deque[list[Step]] = field(default_factory=deque)
+    search_scripts: deque[SearchStep] = field(default_factory=deque)
     default_answer: list[Step] = field(default_factory=lambda: [Text("Hello"), Text(" from"), Text(" the fake model.")])
     # Called with (chunk text, time.monotonic()) as each text chunk is written (benchmarks).
     on_emit: Any = None
@@ -99,9 +135,15 @@ class FakeProviders:
         with self._lock:
             self.scripts.extend(answers)
 
+    def search(self, *answers: SearchStep) -> None:
+        """Queue answers of the Responses API, one per request (a default search otherwise)."""
+        with self._lock:
+            self.search_scripts.extend(answers)
+
     def reset(self) -> None:
         with self._lock:
             self.scripts.clear()
+            self.search_scripts.clear()
             self.requests.clear()
 
     def _next_answer(self) -> list[Step]:
@@ -150,6 +192,8 @@ class FakeProviders:
             writer.close()
 
     async def _answer(self, method: str, path: str, record: Recorded, writer: asyncio.StreamWriter) -> bool:
+        if method == "POST" and path == "/v1/responses":
+            return await self._answer_search(record, writer)
         if method != "POST" or path not in ("/v1/messages", "/v1/chat/completions", "/local/v1/chat/completions"):
             await _respond(writer, 404, {"error": {"message": "not found"}})
             return True
@@ -189,6 +233,74 @@ class FakeProviders:
             record.disconnected = True
             return False
         return True
+
+    async def _answer_search(self, record: Recorded, writer: asyncio.StreamWriter) -> bool:
+        with self._lock:
+            answer = self.search_scripts.popleft() if self.search_scripts else Search()
+        if isinstance(answer, HttpError):
+            await _respond(writer, answer.status, answer.body)
+            return True
+        if isinstance(answer, SlowAnswer):
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{")
+            await writer.drain()
+            try:
+                for _ in range(int(answer.seconds * 10)):
+                    await asyncio.sleep(0.1)
+                    writer.write(b" ")
+                    await writer.drain()
+            except ConnectionError:
+                pass
+            record.disconnected = writer.transport.is_closing()
+            return False
+        if isinstance(answer, RawAnswer):
+            body, status, content_type = answer.body, answer.status, answer.content_type
+        else:
+            body, status, content_type = (
+                json.dumps(search_response(answer, record.body)).encode(),
+                200,
+                "application/json",
+            )
+        writer.write(
+            f"HTTP/1.1 {status} OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        return True
+
+
+def search_response(answer: Search, request: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API `Response` object as the real API shapes it for a hosted web search."""
+    output: list[dict[str, Any]] = []
+    if answer.searched:
+        action = {
+            "type": "search",
+            "query": request.get("input", ""),
+            "queries": [request.get("input", "")],
+            "sources": [{"type": "url", "url": url} for url in answer.sources],
+        }
+        output.append({"type": "web_search_call", "id": "ws_fake", "status": answer.search_status, "action": action})
+    annotations = [
+        {"type": "url_citation", "start_index": 0, "end_index": len(answer.text), "url": url, "title": title}
+        for url, title in answer.citations
+    ]
+    content = [{"type": "output_text", "text": answer.text, "annotations": annotations, "logprobs": []}]
+    output.append({"type": "message", "id": "msg_fake", "status": "completed", "role": "assistant", "content": content})
+    incomplete = {"reason": answer.incomplete_reason} if answer.incomplete_reason else None
+    return {
+        "id": "resp_fake",
+        "object": "response",
+        "created_at": 1767225600,
+        "status": answer.status,
+        "error": None,
+        "incomplete_details": incomplete,
+        "model": request.get("model", ""),
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": request.get("tool_choice", "auto"),
+        "tools": request.get("tools", []),
+        "store": request.get("store", True),
+        "usage": {"input_tokens": 50, "output_tokens": 80, "total_tokens": 130},
+    }
 
 
 async def _respond(writer: asyncio.StreamWriter, status: int, body: dict[str, Any]) -> None:

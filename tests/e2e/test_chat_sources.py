@@ -1,0 +1,111 @@
+"""The sources of a turn under its answer: title and host, linking to the final URL in a new tab."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import Page, expect
+
+from conversations.models import Conversation, Message, MessageRole, Turn, TurnStatus
+from tests.e2e.chat_support import anthropic_key, chat_page, last_answer, live_owner, open_conversation, send
+from tests.e2e.conftest import screenshot
+from tests.support.fake_providers import Call, FakeProviders, Text
+from tests.support.live_clients import OwnerClient
+from tests.support.web_fixtures import FixtureWeb, fixture_web_start
+
+__all__ = ["anthropic_key", "chat_page", "live_owner"]
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def web() -> FixtureWeb:
+    server = fixture_web_start()
+    server.reset()
+    return server
+
+
+def test_it_lists_the_pages_a_turn_read_under_its_answer(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, web: FixtureWeb
+) -> None:
+    page = chat_page
+    url = web.url("/article")
+    fake_providers.script(
+        [Call("toolu_read", "read_url", {"url": url})],
+        [Text(f"The article is about [fish and chips]({url}).")],
+    )
+    conversation_id = live_owner.create_conversation("Sources")
+    open_conversation(page, conversation_id)
+
+    send(page, "What does the article say?")
+
+    sources = last_answer(page).locator(".sources")
+    expect(sources).to_be_visible()
+    link = sources.locator("a.source-link")
+    expect(link).to_have_count(1)
+    expect(link.locator(".source-title")).to_have_text("Café & Bar \u2013 Notes")
+    expect(link.locator(".source-host")).to_have_text(f"127.0.0.1:{web.port}")
+    expect(link).to_have_attribute("href", url)
+    expect(link).to_have_attribute("target", "_blank")
+    expect(link).to_have_attribute("rel", "noopener noreferrer")
+    card = page.locator('.tool-card[data-tool-call-id="toolu_read"]')
+    expect(card.locator(".tool-label")).to_have_text("Reading a page")
+    expect(last_answer(page).locator(".md a")).to_have_text("fish and chips")
+    expect(page.locator("#stop")).to_be_hidden()
+    screenshot(page, "chat-sources")
+
+    page.reload()
+    expect(last_answer(page).locator(".sources a.source-link")).to_have_attribute("href", url)
+
+
+def _seed_turn_with_sources(conversation_id: str, sources: list[dict]) -> None:
+    conversation = Conversation.objects.get(id=conversation_id)
+    now = timezone.now()
+    turn = Turn.objects.create(
+        conversation=conversation,
+        ordinal=1,
+        request_id=uuid.uuid4(),
+        status=TurnStatus.COMPLETED,
+        started_at=now,
+        finished_at=now,
+    )
+    Message.objects.create(
+        conversation=conversation, turn=turn, role=MessageRole.USER, ordinal=2, parts=[{"type": "text", "text": "Q"}]
+    )
+    output = {"ok": True, "kind": "search", "sources": sources}
+    parts = [
+        {"type": "tool", "tool_call_id": "c1", "name": "web_search", "input": {"query": "q"}, "output": output},
+        {"type": "text", "text": "Here is what I found."},
+    ]
+    Message.objects.create(conversation=conversation, turn=turn, role=MessageRole.ASSISTANT, ordinal=3, parts=parts)
+
+
+def test_it_links_only_http_sources_and_shows_titles_as_text(chat_page: Page, live_owner: OwnerClient) -> None:
+    page = chat_page
+    conversation_id = live_owner.create_conversation("Hostile sources")
+
+    def source(url: str, title: str) -> dict:
+        return {"id": "x", "kind": "search", "title": title, "requested_url": url, "final_url": url}
+
+    _seed_turn_with_sources(
+        conversation_id,
+        [
+            source("javascript:alert(1)", "Script"),
+            source("data:text/html,<b>hi</b>", "Data"),
+            source("https://user:pw@example.org/", "Credentials"),
+            source("https://example.org/a", '<img src=x onerror="window.pwned=1">'),
+            source("https://example.org/a", "Duplicate"),
+            source("https://news.example.com/b", ""),
+        ],
+    )
+    open_conversation(page, conversation_id)
+
+    links = last_answer(page).locator(".sources a.source-link")
+    expect(links).to_have_count(2)
+    expect(links.nth(0)).to_have_attribute("href", "https://example.org/a")
+    expect(links.nth(0).locator(".source-title")).to_have_text('<img src=x onerror="window.pwned=1">')
+    expect(links.nth(1).locator(".source-title")).to_have_text("news.example.com")
+    assert page.evaluate("window.pwned === undefined")
+    assert last_answer(page).locator(".sources img").count() == 0

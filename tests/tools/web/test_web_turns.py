@@ -1,0 +1,107 @@
+"""The web tools inside real turns: what the model is sent, the tool parts, and the cards."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from conversations.engine.cancel_bus import CancelListener
+from conversations.instructions import DEFAULT_INSTRUCTIONS
+from tests.support.engine import (
+    ask,
+    assistant_parts,
+    engine_cleanup,
+    events,
+    new_conversation,
+    provider_use,
+    tool_parts,
+    tool_results_sent,
+)
+from tests.support.fake_providers import Call, Text
+from tools.web.search import MISSING_KEY
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def anthropic(owner, settings, fake_providers):
+    return provider_use("anthropic", settings=settings, fake_providers=fake_providers)
+
+
+@pytest.fixture
+async def cancels() -> AsyncIterator[CancelListener]:
+    listener = CancelListener()
+    yield listener
+    await engine_cleanup(listener)
+
+
+async def cards(conversation_id) -> list[dict]:
+    return [e.data["activity"] for e in await events(conversation_id) if e.kind == "activity.updated"]
+
+
+async def test_a_read_page_is_a_source_in_the_tool_part_and_only_its_host_on_the_card(
+    anthropic, fake_providers, cancels, web
+):
+    url = web.url("/article")
+    fake_providers.script([Call("c1", "read_url", {"url": url})], [Text("It sells fish and chips.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "What does the article say?", cancels)
+
+    assert turn.status == "completed"
+    [part] = tool_parts(await assistant_parts(turn.id))
+    [source] = part["output"]["sources"]
+    assert (part["status"], source["final_url"], source["kind"]) == ("succeeded", url, "page")
+    assert "Fish & Chips" in source["content"]
+    assert tool_results_sent(anthropic, fake_providers.requests[1].body)["c1"] == part["output"]
+    final = (await cards(conversation_id))[-1]
+    expected = ("Reading a page", "succeeded", f"127.0.0.1:{web.port}")
+    assert (final["label"], final["status"], final["summary"]) == expected
+    shown = json.dumps(await cards(conversation_id))
+    assert "/article" not in shown
+    assert "Fish" not in shown
+
+
+async def test_the_model_is_told_to_cite_final_urls_and_to_distrust_page_text(anthropic, fake_providers, cancels):
+    conversation_id = await new_conversation()
+
+    await ask(conversation_id, "Hello", cancels)
+
+    system = fake_providers.requests[0].body["system"]
+    assert DEFAULT_INSTRUCTIONS in system
+    assert "final_url" in DEFAULT_INSTRUCTIONS
+    assert "untrusted data" in DEFAULT_INSTRUCTIONS
+    offered = {tool["name"] for tool in fake_providers.requests[0].body["tools"]}
+    assert {"web_search", "read_url", "browser_read"} <= offered
+
+
+async def test_web_search_without_an_openai_key_is_unavailable_and_says_what_to_configure(
+    anthropic, fake_providers, cancels
+):
+    fake_providers.script([Call("c1", "web_search", {"query": "news"})], [Text("I cannot search.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Search the news.", cancels)
+
+    [part] = tool_parts(await assistant_parts(turn.id))
+    assert part["status"] == "unavailable"
+    assert part["output"]["message"] == MISSING_KEY
+    final = (await cards(conversation_id))[-1]
+    assert (final["label"], final["status"], final["summary"]) == ("Searching the web", "unavailable", MISSING_KEY)
+    assert [r.path for r in fake_providers.requests] == ["/v1/messages", "/v1/messages"]
+
+
+async def test_a_refused_url_fails_the_call_with_a_classified_message(anthropic, fake_providers, cancels, web):
+    fake_providers.script(
+        [Call("c1", "read_url", {"url": "http://169.254.169.254/latest/meta-data/"})], [Text("Refused.")]
+    )
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Read the metadata.", cancels)
+
+    [part] = tool_parts(await assistant_parts(turn.id))
+    assert (part["status"], part["output"]["error"]) == ("failed", "refused")
+    final = (await cards(conversation_id))[-1]
+    assert final["summary"] == "URLs naming an IP address are refused; use a host name."

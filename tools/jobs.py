@@ -1,0 +1,55 @@
+"""Celery jobs of the tools app: browser lease cleanup and reconciliation (queue `tools`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutdown
+
+from tools.models import BrowserLeaseState
+from tools.web import leases
+from tools.web.browser import CLOSE_TIMEOUT, browser_pools, chromium_path
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="tools.jobs.browser_lease_cleanup")
+def browser_lease_cleanup(lease_id: str) -> None:
+    """Try once more to close a browser lease's context; retried 5 s later while attempts remain."""
+    state = leases.browser_lease_cleanup_run(lease_id=uuid.UUID(lease_id), wait=CLOSE_TIMEOUT)
+    if state == BrowserLeaseState.OPEN:
+        browser_lease_cleanup.apply_async(args=(lease_id,), countdown=CLOSE_TIMEOUT)
+    elif state == BrowserLeaseState.CLEANUP_FAILED:
+        logger.error("browser lease %s could not be closed after %d attempts", lease_id, leases.CLEANUP_ATTEMPTS)
+
+
+@shared_task(name="tools.jobs.browser_leases_sweep")
+def browser_leases_sweep() -> None:
+    """Settle leases of gone processes and retry the cleanup of leases past their expiry."""
+    leases.browser_leases_reconcile()
+    for lease_id in leases.browser_leases_expired():
+        browser_lease_cleanup.delay(str(lease_id))
+
+
+@worker_ready.connect
+def _browsers_on_start(**kwargs: Any) -> None:
+    path = chromium_path(refresh=True)
+    logger.info("browser_read uses %s", path or "no browser: it is unavailable until one is installed")
+    try:
+        leases.browser_leases_reconcile()
+    except Exception:
+        logger.exception("could not reconcile browser leases at start; the sweep retries")
+
+
+@worker_shutdown.connect
+def _browsers_on_stop(**kwargs: Any) -> None:
+    for pool in browser_pools():
+        if pool.loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(pool.shutdown(), pool.loop).result(10)
+            except Exception:
+                logger.warning("browsers did not close at shutdown; they end with the process", exc_info=True)

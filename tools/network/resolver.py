@@ -1,0 +1,92 @@
+"""Name resolution for the web tools: off the event loop, every answer checked, then pinned.
+
+`addresses_checked` resolves a target's host with the running loop's `getaddrinfo` (which
+runs in the loop's executor, so the loop that streams turns never blocks on DNS) and
+refuses the name if any address is refused: a name answering a public address first and
+a private one second is refused as a whole. The caller then connects to exactly the
+addresses returned (`PinnedResolver` for aiohttp, the proxy for Chromium), so a second
+lookup cannot hand the connection another address.
+
+`lookup` is the one place names are resolved; tests replace it (monkeypatch) to play
+resolver answers without real DNS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
+
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from tools.network.policy import Refused, Target, address_refusal
+
+RESOLVE_TIMEOUT = 10.0
+
+
+async def system_lookup(host: str, port: int) -> list[str]:
+    """Return the addresses the system resolver gives for a name, in its order."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    return [str(info[4][0]) for info in infos]
+
+
+lookup: Callable[[str, int], Awaitable[list[str]]] = system_lookup
+
+
+async def addresses_checked(target: Target) -> list[str]:
+    """Return the addresses to connect to for a target; raise Refused if any is refused."""
+    if target.literal:
+        return [target.host]  # an allowlisted IP literal: exactly that address
+    try:
+        async with asyncio.timeout(RESOLVE_TIMEOUT):
+            answers = await lookup(target.host, target.port)
+    except TimeoutError:
+        raise Refused("unresolved", "The host name could not be resolved in time.") from None
+    except OSError:
+        raise Refused("unresolved", "The host name does not resolve.") from None
+    addresses = list(dict.fromkeys(answers))
+    if not addresses:
+        raise Refused("unresolved", "The host name does not resolve.")
+    if not target.allowed:
+        for address in addresses:
+            reason = address_refusal(address)
+            if reason is not None:
+                raise Refused("address", f"The host name resolves to {reason}, which Flarebot may not reach.")
+    return addresses
+
+
+def _family(address: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in address else socket.AF_INET
+
+
+class PinnedResolver(AbstractResolver):
+    """An aiohttp resolver that knows one host and answers only its checked addresses.
+
+    aiohttp connects to the address returned and keeps the URL's host for the Host header
+    and the TLS server name, so the request goes exactly where the policy looked.
+    """
+
+    def __init__(self, host: str, addresses: list[str]) -> None:
+        self._host = host
+        self._addresses = addresses
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        if host != self._host:
+            raise OSError(f"no pinned address for {host!r}")
+        return [
+            {
+                "hostname": host,
+                "host": address,
+                "port": port,
+                "family": _family(address),
+                "proto": socket.IPPROTO_TCP,
+                "flags": socket.AI_NUMERICHOST,
+            }
+            for address in self._addresses
+        ]
+
+    async def close(self) -> None:
+        return None
