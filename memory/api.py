@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -40,6 +40,7 @@ def version_parse(value: str | None) -> int:
     return int(value)
 
 
+@extend_schema_field(OpenApiTypes.INT)
 class VersionField(serializers.Field):
     """A JSON integer version: no strings, booleans or fractions."""
 

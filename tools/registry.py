@@ -27,13 +27,15 @@ import re
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from flarebot.core.crypto import Secret
-from tools.slots import SlotHeld
+
+if TYPE_CHECKING:  # the registry is imported before Django's apps are ready
+    from tools.slots import SlotHeld
 
 # Seconds a cancelled or timed-out call has to wind down, its cleanup hook included.
 GRACE = 5.0
