@@ -9,6 +9,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     FLAREBOT_BIND=0.0.0.0
 
 WORKDIR /app
+# Debian's Chromium for browser_read (found at /usr/bin/chromium; Playwright drives it).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends chromium fonts-liberation \
+ && rm -rf /var/lib/apt/lists/*
 COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt \
  && useradd --system --uid 10001 --home-dir /var/lib/flarebot --create-home flarebot

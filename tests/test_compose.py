@@ -62,3 +62,9 @@ def test_it_lets_web_believe_x_forwarded_for_only_from_its_own_network():
     assert "--proxy-headers" not in web["command"]
     assert web["environment"]["FLAREBOT_TRUSTED_PROXIES"] == subnet
     assert ipaddress.ip_network(subnet).is_private
+
+
+def test_it_installs_chromium_in_the_image_for_browser_read():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "apt-get install" in dockerfile
+    assert " chromium " in dockerfile
