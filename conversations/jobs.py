@@ -14,6 +14,7 @@ import conversations.providers.openai_chat  # noqa: F401
 from conversations import services, turns
 from conversations.engine.runtime import engine_runtime, engine_runtime_started
 from flarebot.core.heap import heap_settle
+from flarebot.core.heartbeat import BEAT, heartbeat_record
 
 # How long a stopping worker lets the turns it started from the doorbell finish.
 SHUTDOWN_GRACE_SECONDS = 120
@@ -40,7 +41,8 @@ def turn_run(turn_id: str) -> None:
 
 @shared_task(name="conversations.jobs.turns_reconcile")
 def turns_reconcile() -> None:
-    """Requeue turns whose worker died or whose enqueue was lost."""
+    """Requeue turns whose worker died or whose enqueue was lost; beat's tick is its heartbeat."""
+    heartbeat_record(name=BEAT, kind="beat")
     turns.turns_reconcile()
 
 

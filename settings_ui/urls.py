@@ -1,10 +1,11 @@
 from django.urls import path
 
-from settings_ui import views
+from settings_ui import api, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("settings/", views.settings_page, name="settings"),
+    path("api/system/", api.SystemApi.as_view(), name="system"),
 ]

