@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from urllib.parse import quote
 
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -12,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import eventlog, selectors, turns
+from conversations.export import FORMATS, conversation_export
 from conversations.serializers import message_json, turn_json
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import InvalidInput, NotFound
@@ -83,3 +86,19 @@ class ActivityListApi(APIView):
         parsed = _active(conversation_id)
         page = activity_page(conversation_id=parsed, before=request.query_params.get("before"))
         return Response({"activities": page.activities, "next_cursor": page.next_cursor})
+
+
+class ExportApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("format", str, enum=list(FORMATS))], responses={200: OpenApiTypes.BINARY}
+    )
+    def get(self, request: Request, conversation_id: str) -> HttpResponse:
+        parsed = parse_uuid(conversation_id, what="conversation id")
+        exported = conversation_export(conversation_id=parsed, fmt=request.query_params.get("format", "md"))
+        response = HttpResponse(exported.body, content_type=exported.content_type)
+        # RFC 6266: an ASCII fallback and the UTF-8 name.
+        ascii_name = exported.filename.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")
+        response["Content-Disposition"] = (
+            f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(exported.filename)}"
+        )
+        return response

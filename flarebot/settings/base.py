@@ -222,6 +222,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "flarebot.core.api.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # `?format=` is the export's own parameter (md or json), not DRF's renderer override.
+    "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Flarebot API",
