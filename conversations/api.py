@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import selectors, services
+from conversations.search import conversations_search
 from conversations.serializers import conversation_json
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 
@@ -33,8 +34,14 @@ ConversationOutput = inline_serializer(
 
 
 class ConversationListApi(APIView):
-    @extend_schema(responses=inline_serializer("ConversationList", {"conversations": ConversationOutput}))
+    @extend_schema(
+        parameters=[OpenApiParameter("q", str, description="search names and message text instead of listing")],
+        responses=inline_serializer("ConversationList", {"conversations": ConversationOutput}),
+    )
     def get(self, request: Request) -> Response:
+        query = request.query_params.get("q")
+        if query is not None:
+            return Response({"results": conversations_search(query=query)})
         return Response({"conversations": [conversation_json(c) for c in selectors.conversation_list()]})
 
     @extend_schema(request=ConversationCreateInput, responses={201: ConversationOutput})

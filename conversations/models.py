@@ -164,3 +164,33 @@ class InstructionOverride(SingletonModel):
 
     class Meta(SingletonModel.Meta):
         pass
+
+
+class SearchEntry(BaseModel):
+    """The searchable text of a conversation's name, or of one message of a finished turn.
+
+    The source of the full-text index of `GET /api/conversations/?q=` (the index itself is
+    the migration's: FTS5 on SQLite, a generated tsvector on PostgreSQL). Written when a
+    turn ends and when a conversation is named, never while an answer streams.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # None for the conversation's name.
+    message = models.ForeignKey(
+        Message, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False
+    )  # looked up through the unique constraint below
+    text = models.TextField()
+
+    class Meta:
+        constraints = [
+            # search_index_title: one entry for a conversation's name (also its lookup index)
+            models.UniqueConstraint(
+                fields=["conversation"], condition=models.Q(message__isnull=True), name="conv_search_title_unique"
+            ),
+            # search_index_turn: one entry per message
+            models.UniqueConstraint(fields=["message"], name="conv_search_message_unique"),
+        ]
+        indexes = [
+            # conversation deletion cascades here
+            models.Index(fields=["conversation"], name="conv_search_conversation"),
+        ]

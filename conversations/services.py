@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from conversations.events import ConversationDeleted, conversation_group
 from conversations.models import Conversation, ConversationState
+from conversations.search import search_index_name
 from conversations.signals import conversation_torn_down
 from conversations.titles import DEFAULT_NAME
 from conversations.turns import turns_stop_for_deletion, turns_wait_stopped
@@ -53,7 +54,10 @@ def conversation_create(*, name: str | None = None) -> Conversation:
     """Create a conversation with the owner's name, or untitled until its first message."""
     if name is None:
         return Conversation.objects.create(name=DEFAULT_NAME, name_is_custom=False)
-    return Conversation.objects.create(name=conversation_name_clean(name), name_is_custom=True)
+    with transaction.atomic():
+        conversation = Conversation.objects.create(name=conversation_name_clean(name), name_is_custom=True)
+        search_index_name(conversation_id=conversation.id, name=conversation.name)
+    return conversation
 
 
 def conversation_rename(*, conversation_id: uuid.UUID, name: str) -> Conversation:
@@ -68,6 +72,7 @@ def conversation_rename(*, conversation_id: uuid.UUID, name: str) -> Conversatio
         )
         if not renamed:
             raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        search_index_name(conversation_id=conversation_id, name=cleaned)
         return Conversation.objects.get(id=conversation_id)
 
 

@@ -32,6 +32,7 @@ from conversations.models import (
     Turn,
     TurnStatus,
 )
+from conversations.search import search_index_turn
 from conversations.serializers import message_json
 from conversations.titles import conversation_title_from_text
 from flarebot.core.errors import InvalidInput, NotFound
@@ -171,6 +172,7 @@ def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> li
             "lease_expires_at": None,
         },
     )
+    search_index_turn(turn_id=turn.id, conversation_id=turn.conversation_id)
     # Calls still open now were cut off by a crash the turn did not recover from.
     settled = activity_events(turn.id, activities_interrupt(turn_id=turn.id))
     ended = turn_ended(turn.id, status=status, code=code, message=message)

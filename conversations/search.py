@@ -1,0 +1,68 @@
+"""Searching conversations: their names and the text of their finished messages.
+
+The query rules are memory search's (`memory.query`): at most 1,000 UTF-16 code units,
+Unicode word tokens with English stop words dropped, at most 24, OR-combined, never read
+as query syntax; at most 50 results, best first, each with a plain-text snippet. What is
+searchable is written when a turn ends (its messages) and when a conversation is named,
+so an answer is never re-indexed while it streams.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, TypedDict
+
+from conversations import sql
+from conversations.models import Conversation, Message
+from conversations.serializers import conversation_json
+from flarebot.core.errors import InvalidInput
+from flarebot.core.text import utf16_length
+from memory.query import QUERY_MAX, query_tokens
+
+RESULTS_MAX = 50
+
+
+class SearchResult(TypedDict):
+    conversation: dict[str, Any]
+    message_id: str | None
+    snippet: str
+
+
+def message_text(parts: list[dict[str, Any]]) -> str:
+    """The searchable text of a message: its text parts (tool calls are not searched)."""
+    return "\n".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text").strip()
+
+
+def search_index_turn(*, turn_id: uuid.UUID, conversation_id: uuid.UUID) -> None:
+    """Make a finished turn's messages and its conversation's name searchable (inside the caller's transaction)."""
+    texts = [
+        (m_id, message_text(parts))
+        for m_id, parts in Message.objects.filter(turn_id=turn_id).values_list("id", "parts")
+    ]
+    name = Conversation.objects.filter(id=conversation_id).values_list("name", flat=True).first()
+    entries: list[tuple[uuid.UUID | None, str]] = [(m_id, text) for m_id, text in texts if text]
+    if name is not None:
+        entries.append((None, name))
+    sql.search_entries_upsert(conversation_id=conversation_id, entries=entries)
+
+
+def search_index_name(*, conversation_id: uuid.UUID, name: str) -> None:
+    """Make a conversation's (new) name searchable."""
+    sql.search_entries_upsert(conversation_id=conversation_id, entries=[(None, name)])
+
+
+def conversations_search(*, query: str) -> list[SearchResult]:
+    """Return the best matches of a query among active conversations, at most 50."""
+    if not 1 <= utf16_length(query) <= QUERY_MAX or not query.strip():
+        raise InvalidInput(f"q: must be 1-{QUERY_MAX} characters and not blank.", code="invalid_query")
+    hits = sql.search_entries_match(tokens=query_tokens(query), limit=RESULTS_MAX)
+    conversations = {c.id: c for c in Conversation.objects.filter(id__in={hit.conversation_id for hit in hits})}
+    return [
+        SearchResult(
+            conversation=conversation_json(conversations[hit.conversation_id]),
+            message_id=str(hit.message_id) if hit.message_id else None,
+            snippet=hit.snippet,
+        )
+        for hit in hits
+        if hit.conversation_id in conversations
+    ]

@@ -1,0 +1,131 @@
+"""Searching conversations by name and message text, with memory search's query rules, on both databases."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from conversations.models import Message, MessageRole, Turn
+from conversations.services import conversation_create, conversation_delete, conversation_rename
+from conversations.turns import turn_claim, turn_finish, turn_submit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SEARCH = "/api/conversations/"
+
+
+def finished_turn(conversation, question: str, answer: str) -> Turn:
+    """A turn that ran to its end: the user's message and the answer, as the engine leaves them."""
+    turn, _ = turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text=question)
+    claim = turn_claim(turn_id=turn.id)
+    assert claim is not None
+    Message.objects.create(
+        conversation=conversation,
+        turn=turn,
+        role=MessageRole.ASSISTANT,
+        ordinal=2 * turn.ordinal + 1,
+        parts=[{"type": "text", "text": answer}],
+    )
+    assert turn_finish(turn_id=turn.id, lease_token=claim.lease_token, status="completed")
+    return turn
+
+
+def search(client, q: str):
+    return client.get(SEARCH, {"q": q})
+
+
+def results(client, q: str) -> list[dict]:
+    response = search(client, q)
+    assert response.status_code == 200, response.content
+    return response.json()["results"]
+
+
+def test_it_finds_names_and_message_text_with_a_snippet(owner_client):
+    kitchen = conversation_create(name="Kitchen renovation")
+    garden = conversation_create(name="Garden")
+    turn = finished_turn(garden, "Which tomatoes grow in shade?", "Cherry tomatoes tolerate partial shade well.")
+
+    by_name = results(owner_client, "renovating kitchens")  # stemmed: renovating ~ renovation
+    by_text = results(owner_client, "tomato")
+
+    assert [(r["conversation"]["id"], r["message_id"]) for r in by_name] == [(str(kitchen.id), None)]
+    assert by_name[0]["conversation"]["name"] == "Kitchen renovation"
+    answer = Message.objects.get(turn=turn, role=MessageRole.ASSISTANT)
+    question = Message.objects.get(turn=turn, role=MessageRole.USER)
+    assert {r["message_id"] for r in by_text} == {str(answer.id), str(question.id)}
+    snippets = {r["message_id"]: r["snippet"] for r in by_text}
+    assert "tomatoes" in snippets[str(answer.id)]
+    assert "<" not in snippets[str(answer.id)]  # plain text: the page shows it as text
+
+
+def test_it_searches_a_new_name_and_forgets_a_deleted_conversation(owner_client):
+    conversation = conversation_create(name="Untitled errands")
+    conversation_rename(conversation_id=conversation.id, name="Passport renewal")
+
+    assert [r["conversation"]["id"] for r in results(owner_client, "passport")] == [str(conversation.id)]
+    assert results(owner_client, "errands") == []
+    conversation_delete(conversation_id=conversation.id)  # inaccessible at once, torn down later
+    assert results(owner_client, "passport") == []
+
+
+def test_it_titles_and_indexes_a_conversation_when_its_first_turn_ends(owner_client):
+    conversation = conversation_create()
+    finished_turn(conversation, "Compare heat pumps for an old house", "Air-to-water pumps suit radiators.")
+
+    names = [r for r in results(owner_client, "heat pumps") if r["message_id"] is None]
+    assert [r["conversation"]["name"] for r in names] == ["Compare heat pumps for an old house"]
+
+
+HOSTILE = [
+    '"kitchen unbalanced',
+    "kitchen*",
+    "NEAR(kitchen renovation)",
+    "kitchen OR 1=1",
+    "kitchen AND NOT garden",
+    "-kitchen",
+    "text:kitchen",
+    "(kitchen",
+    "kitchen'); DROP TABLE conversations_conversation; --",
+    "^kitchen",
+    "kitchen\\",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_it_reads_query_syntax_as_plain_words(owner_client, query):
+    kitchen = conversation_create(name="Kitchen renovation")
+
+    found = results(owner_client, query)
+
+    assert [r["conversation"]["id"] for r in found] == [str(kitchen.id)]
+
+
+def test_it_takes_a_query_of_1000_characters_and_refuses_1001(owner_client):
+    conversation_create(name="Kitchen renovation")
+    at_limit = ("kitchen " * 125)[:1000]
+
+    assert len(results(owner_client, at_limit)) == 1
+    response = search(owner_client, at_limit + "x")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_query"
+    assert search(owner_client, "   ").status_code == 400
+
+
+def test_it_uses_only_the_first_24_words_of_a_query(owner_client):
+    conversation_create(name="Zebra crossing")
+    words = [f"word{i}" for i in range(24)]
+
+    assert results(owner_client, " ".join([*words, "zebra"])) == []  # the 25th word is not searched
+    assert len(results(owner_client, " ".join([*words[:23], "zebra"]))) == 1
+
+
+def test_it_returns_at_most_50_results(owner_client):
+    for i in range(55):
+        conversation_create(name=f"Budget {i}")
+
+    assert len(results(owner_client, "budget")) == 50
+
+
+def test_it_keeps_search_private(anonymous_client, owner):
+    assert search(anonymous_client, "kitchen").status_code == 401
