@@ -12,11 +12,19 @@ from typing import Literal, TypedDict
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from conversations import sql
 from conversations.instructions import DEFAULT_INSTRUCTIONS
 from conversations.models import ModelConfiguration, ProviderKey
-from conversations.providers.catalog import KEYED_PROVIDERS, Configuration, default_configuration, in_catalog
+from conversations.providers.catalog import (
+    KEYED_PROVIDERS,
+    PROVIDER_LABELS,
+    Configuration,
+    default_configuration,
+    in_catalog,
+)
+from conversations.providers.key_check import KeyCheck, provider_key_check
 from flarebot.core.crypto import DecryptionFailed, Secret, seal, unseal
 from flarebot.core.errors import InvalidInput
 from flarebot.core.installation import installation_get_verified, installation_intact
@@ -28,9 +36,14 @@ KEY_MIN, KEY_MAX = 20, 512
 CredentialState = Literal["configured", "missing"]
 
 
+Verification = Literal["verified", "not_verified"]
+
+
 class ModelSettingsView(TypedDict):
     configuration: dict[str, str]
     credentials: dict[str, CredentialState]
+    # An addition to the contract: whether the provider took each stored key when it was saved.
+    verification: dict[str, Verification | None]
 
 
 def _configuration() -> Configuration:
@@ -47,11 +60,15 @@ def _configuration_of(provider: str | None, model: str | None) -> Configuration:
 
 def model_settings_get() -> ModelSettingsView:
     """Return the configuration and which providers have a key."""
-    configured = set(ProviderKey.objects.values_list("provider", flat=True))
+    stored = dict(ProviderKey.objects.values_list("provider", "verified_at"))
     config = _configuration()
     return {
         "configuration": {"provider": config.provider, "model": config.model},
-        "credentials": {p: ("configured" if p in configured else "missing") for p in KEYED_PROVIDERS},
+        "credentials": {p: ("configured" if p in stored else "missing") for p in KEYED_PROVIDERS},
+        "verification": {
+            p: (None if p not in stored else "verified" if stored[p] is not None else "not_verified")
+            for p in KEYED_PROVIDERS
+        },
     }
 
 
@@ -70,15 +87,24 @@ def _require_keyed_provider(provider: str) -> None:
 
 
 def provider_key_set(*, provider: str, key: str) -> ModelSettingsView:
-    """Store (or replace) a provider's key, sealed."""
+    """Store (or replace) a provider's key, sealed, once the provider has not refused it.
+
+    A key the provider refuses is not stored (the one stored before stays); one that could
+    not be checked (the provider unreachable) is stored, marked not verified.
+    """
     _require_keyed_provider(provider)
     if not KEY_MIN <= len(key) <= KEY_MAX or any(not 33 <= ord(ch) <= 126 for ch in key):
         raise InvalidInput(
             f"A key is {KEY_MIN}-{KEY_MAX} printable ASCII characters without spaces.", code="invalid_key"
         )
+    checked = provider_key_check(provider=provider, key=key)
+    label = PROVIDER_LABELS[provider]
+    if checked == KeyCheck.REFUSED:
+        raise InvalidInput(f"{label} refused this key; it was not saved. Check it and try again.", code="key_refused")
     sealed = seal(key, server_secret=settings.SECRET_KEY, installation_id=_installation_id())
+    verified_at = timezone.now() if checked == KeyCheck.VERIFIED else None
     with transaction.atomic():
-        ProviderKey.objects.update_or_create(provider=provider, defaults={"sealed": sealed})
+        ProviderKey.objects.update_or_create(provider=provider, defaults={"sealed": sealed, "verified_at": verified_at})
     return model_settings_get()
 
 

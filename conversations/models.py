@@ -155,6 +155,8 @@ class ProviderKey(BaseModel):
 
     provider = models.CharField(max_length=32, unique=True)
     sealed = models.BinaryField()
+    # When the provider last took this key; None: it could not be asked when it was saved.
+    verified_at = models.DateTimeField(null=True, blank=True)
 
 
 class InstructionOverride(SingletonModel):

@@ -30,6 +30,7 @@ import { systemSection } from "./system.js";
   const keyForms = Array.from(document.querySelectorAll(".key-form"));
   let catalog = {};
   let credentials = {};
+  let verification = {};
 
   function fillModels(provider, selected) {
     modelSelect.replaceChildren();
@@ -47,6 +48,7 @@ import { systemSection } from "./system.js";
 
   function showSettings(settings) {
     credentials = settings.credentials;
+    verification = settings.verification || {};
     const { provider, model } = settings.configuration;
     providerSelect.replaceChildren();
     for (const [name, models] of Object.entries(catalog)) {
@@ -62,11 +64,14 @@ import { systemSection } from "./system.js";
   }
 
   function showKey(form) {
-    const state = credentials[form.dataset.provider] === "configured" ? "configured" : "missing";
+    const provider = form.dataset.provider;
+    let state = credentials[provider] === "configured" ? "configured" : "missing";
+    // A key saved while its provider could not be asked is stored, but not known to work.
+    if (state === "configured" && verification[provider] === "not_verified") state = "not-verified";
     const badge = form.querySelector("[data-role=state]");
     badge.dataset.state = state;
-    badge.textContent = state === "configured" ? "Configured" : "Missing";
-    form.querySelector("[data-role=remove]").hidden = state !== "configured";
+    badge.textContent = { configured: "Verified", "not-verified": "Saved, not verified", missing: "Missing" }[state];
+    form.querySelector("[data-role=remove]").hidden = state === "missing";
   }
 
   providerSelect.addEventListener("change", () => {

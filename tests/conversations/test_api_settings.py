@@ -14,6 +14,7 @@ from conversations.instructions import DEFAULT_INSTRUCTIONS
 from conversations.models import InstructionOverride, ModelConfiguration, ProviderKey
 from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
 from flarebot.core.crypto import unseal
+from tests.support.resources import free_port
 
 MODEL = "/api/settings/model/"
 CATALOG = "/api/settings/model/catalog/"
@@ -46,10 +47,21 @@ def assert_error(response, status: int, code: str | None = None) -> None:
 
 
 def settings_view(provider: str, model: str, *, anthropic: str = "missing", openai: str = "missing") -> dict:
+    """The settings as shown; a stored key was verified (the loopback providers take every key)."""
     return {
         "configuration": {"provider": provider, "model": model},
         "credentials": {"anthropic": anthropic, "openai": openai},
+        "verification": {
+            name: "verified" if state == "configured" else None
+            for name, state in (("anthropic", anthropic), ("openai", openai))
+        },
     }
+
+
+@pytest.fixture(autouse=True)
+def providers_answer(fake_providers):
+    """Saving a key asks the provider: the loopback one answers (each test says which keys it refuses)."""
+    return fake_providers
 
 
 def stored_keys() -> dict[str, bytes]:
@@ -618,3 +630,39 @@ def test_it_refuses_reads_from_a_foreign_origin(owner_client, customized, url):
     response = owner_client.get(url, headers={"Origin": FOREIGN_ORIGIN})
 
     assert_error(response, 403, "origin_refused")
+
+
+def test_it_refuses_a_key_the_provider_refuses_and_keeps_the_one_stored(owner_client, owner, fake_providers):
+    put(owner_client, key_url("anthropic"), {"key": ANTHROPIC_KEY})
+    refused = "sk-ant-api03-Refused0000000000000000"
+    fake_providers.refused_keys.add(refused)
+
+    response = put(owner_client, key_url("anthropic"), {"key": refused})
+
+    assert_error(response, 400, "key_refused")
+    assert (
+        response.json()["error"]["message"] == "Anthropic refused this key; it was not saved. Check it and try again."
+    )
+    assert refused not in response.content.decode()
+    assert opened(stored_keys()["anthropic"], owner) == ANTHROPIC_KEY
+    [check] = [r for r in fake_providers.requests if r.path.startswith("/v1/models")][-1:]
+    assert check.headers["x-api-key"] == refused
+
+
+def test_it_checks_an_openai_key_with_its_bearer_header(owner_client, fake_providers):
+    response = put(owner_client, key_url("openai"), {"key": OPENAI_KEY})
+
+    assert response.json()["verification"]["openai"] == "verified"
+    [check] = [r for r in fake_providers.requests if r.path.startswith("/v1/models")]
+    assert check.headers["authorization"] == f"Bearer {OPENAI_KEY}"
+
+
+def test_it_saves_a_key_it_could_not_check_as_not_verified(owner_client, owner, settings):
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, anthropic_base_url=f"http://127.0.0.1:{free_port()}")
+
+    response = put(owner_client, key_url("anthropic"), {"key": ANTHROPIC_KEY})
+
+    assert response.status_code == 200, response.content
+    assert response.json()["credentials"]["anthropic"] == "configured"
+    assert response.json()["verification"] == {"anthropic": "not_verified", "openai": None}
+    assert opened(stored_keys()["anthropic"], owner) == ANTHROPIC_KEY

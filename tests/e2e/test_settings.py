@@ -7,6 +7,7 @@ up as a console error and fail the test (see `page_errors` in conftest).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -19,6 +20,8 @@ from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
 from flarebot.core.models import Installation
 from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
 from tests.e2e.conftest import STEP_TIMEOUT_MS, screenshot
+from tests.support.fake_providers import FakeProviders
+from tests.support.resources import free_port
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
@@ -59,6 +62,12 @@ def dialogs(page: Page) -> Dialogs:
 
     page.on("dialog", answer)
     return seen
+
+
+@pytest.fixture(autouse=True)
+def providers_answer(fake_providers: FakeProviders) -> FakeProviders:
+    """Saving a key asks the provider: the loopback one answers (a test says which keys it refuses)."""
+    return fake_providers
 
 
 @pytest.fixture
@@ -143,7 +152,7 @@ def test_owner_sets_a_key_that_the_page_never_shows(settings_page: Page, respons
     form.locator("input").fill(KEY)
     form.get_by_role("button", name="Save key").click()
 
-    expect(form.locator("[data-role=state]")).to_have_text("Configured")
+    expect(form.locator("[data-role=state]")).to_have_text("Verified")
     expect(form.locator("[data-role=message]")).to_have_text("Key saved.")
     expect(form.locator("input")).to_have_value("")
     expect(form.get_by_role("button", name="Remove")).to_be_visible()
@@ -153,7 +162,7 @@ def test_owner_sets_a_key_that_the_page_never_shows(settings_page: Page, respons
 
     page.reload()
     expect(page.locator("body")).to_have_attribute("data-ready", "1")
-    expect(form.locator("[data-role=state]")).to_have_text("Configured")
+    expect(form.locator("[data-role=state]")).to_have_text("Verified")
     expect(form.locator("input")).to_have_value("")
     assert KEY not in page.content()
     assert len(response_bodies) >= 8  # two documents, their assets, the API reads and the save
@@ -165,7 +174,7 @@ def test_owner_removes_a_key(settings_page: Page, dialogs: Dialogs) -> None:
     page = settings_page
     page.reload()
     form = key_form(page, "openai")
-    expect(form.locator("[data-role=state]")).to_have_text("Configured")
+    expect(form.locator("[data-role=state]")).to_have_text("Verified")
 
     form.get_by_role("button", name="Remove").click()
 
@@ -309,7 +318,7 @@ def test_declining_a_confirmation_changes_nothing(settings_page: Page, dialogs: 
 
     expect(page.locator("#instructions-text")).to_have_value("Always answer in haiku.")
     expect(page.locator("#instructions-state")).to_have_text("Customized")
-    expect(key_form(page, "anthropic").locator("[data-role=state]")).to_have_text("Configured")
+    expect(key_form(page, "anthropic").locator("[data-role=state]")).to_have_text("Verified")
     assert dialogs == ["confirm", "confirm"]
     assert api_get(page, "/api/settings/instructions/")["customized"] is True
     assert api_get(page, "/api/settings/model/")["credentials"]["anthropic"] == "configured"
@@ -348,3 +357,32 @@ def test_keyboard_reaches_every_control_in_order(settings_page: Page) -> None:
     expected = ["Sign out", "Model", "provider", "model-select", "model-save", "key-anthropic", "instructions-text"]
     assert set(expected) <= set(reached), reached
     assert reached.index("provider") < reached.index("model-save") < reached.index("key-anthropic")
+
+
+def test_a_key_the_provider_refuses_is_not_saved_and_the_page_says_so(
+    settings_page: Page, fake_providers: FakeProviders
+) -> None:
+    page = settings_page
+    refused = "sk-ant-api03-Refused0000000000000000"
+    fake_providers.refused_keys.add(refused)
+    form = key_form(page, "anthropic")
+
+    form.locator("input").fill(refused)
+    form.get_by_role("button", name="Save key").click()
+
+    expect(form.locator("[data-role=message]")).to_have_text(
+        "Anthropic refused this key; it was not saved. Check it and try again."
+    )
+    expect(form.locator("[data-role=state]")).to_have_text("Missing")
+    assert api_get(page, "/api/settings/model/")["credentials"]["anthropic"] == "missing"
+
+
+def test_a_key_saved_while_the_provider_was_unreachable_shows_as_not_verified(settings_page: Page, settings) -> None:
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, openai_base_url=f"http://127.0.0.1:{free_port()}/v1")
+    model_settings.provider_key_set(provider="openai", key=KEY)
+    page = settings_page
+    page.reload()
+
+    form = key_form(page, "openai")
+    expect(form.locator("[data-role=state]")).to_have_text("Saved, not verified")
+    expect(form.get_by_role("button", name="Remove")).to_be_visible()

@@ -114,6 +114,8 @@ class FakeProviders:
     default_answer: list[Step] = field(default_factory=lambda: [Text("Hello"), Text(" from"), Text(" the fake model.")])
     # Called with (chunk text, time.monotonic()) as each text chunk is written (benchmarks).
     on_emit: Any = None
+    # Keys the model listing (GET /v1/models, how a saved key is checked) answers 401 for.
+    refused_keys: set[str] = field(default_factory=set)
     _loop: asyncio.AbstractEventLoop | None = None
     _server: asyncio.AbstractServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -145,6 +147,7 @@ class FakeProviders:
             self.scripts.clear()
             self.search_scripts.clear()
             self.requests.clear()
+            self.refused_keys.clear()
 
     def _next_answer(self) -> list[Step]:
         with self._lock:
@@ -192,6 +195,8 @@ class FakeProviders:
             writer.close()
 
     async def _answer(self, method: str, path: str, record: Recorded, writer: asyncio.StreamWriter) -> bool:
+        if method == "GET" and path.split("?", 1)[0] == "/v1/models":
+            return await self._answer_models(record, writer)
         if method == "POST" and path == "/v1/responses":
             return await self._answer_search(record, writer)
         if method != "POST" or path not in ("/v1/messages", "/v1/chat/completions", "/local/v1/chat/completions"):
@@ -265,6 +270,34 @@ class FakeProviders:
             + body
         )
         await writer.drain()
+        return True
+
+    async def _answer_models(self, record: Recorded, writer: asyncio.StreamWriter) -> bool:
+        """The model listing of either provider, for the key check: 401 for a refused key."""
+        anthropic_key = record.headers.get("x-api-key")
+        key = anthropic_key or record.headers.get("authorization", "").removeprefix("Bearer ")
+        if key in self.refused_keys:
+            if anthropic_key is not None:
+                error = {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+            else:
+                error = {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error"}}
+            await _respond(writer, 401, error)
+        elif anthropic_key is not None:
+            model = {
+                "type": "model",
+                "id": "claude-x",
+                "display_name": "Claude X",
+                "created_at": "2026-01-01T00:00:00Z",
+            }
+            await _respond(
+                writer, 200, {"data": [model], "has_more": False, "first_id": "claude-x", "last_id": "claude-x"}
+            )
+        else:
+            await _respond(
+                writer,
+                200,
+                {"object": "list", "data": [{"id": "gpt-x", "object": "model", "created": 0, "owned_by": "x"}]},
+            )
         return True
 
 
