@@ -109,6 +109,7 @@ class Recorded:
 class FakeProviders:
     port: int = field(default_factory=free_port)
     requests: list[Recorded] = field(default_factory=list)
+    key_checks: list[Recorded] = field(default_factory=list)
     scripts: deque[list[Step]] = field(default_factory=deque)
     search_scripts: deque[SearchStep] = field(default_factory=deque)
     default_answer: list[Step] = field(default_factory=lambda: [Text("Hello"), Text(" from"), Text(" the fake model.")])
@@ -147,6 +148,7 @@ class FakeProviders:
             self.scripts.clear()
             self.search_scripts.clear()
             self.requests.clear()
+            self.key_checks.clear()
             self.refused_keys.clear()
 
     def _next_answer(self) -> list[Step]:
@@ -184,7 +186,8 @@ class FakeProviders:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 record = Recorded(path, headers, json.loads(body or b"{}"), time.monotonic())
                 with self._lock:
-                    self.requests.append(record)
+                    # Key checks (the model listing) apart: `requests` are what the model was asked.
+                    (self.key_checks if path.startswith("/v1/models") else self.requests).append(record)
                 keep = await self._answer(method, path, record, writer)
                 record.ended = time.monotonic()
                 if not keep:
