@@ -17,7 +17,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from conversations.browser_tasks import services
+from conversations.browser_tasks import lifecycle, services
 from conversations.browser_tasks.runner import browser_task_run
 from conversations.engine.cancel_bus import CancelListener
 from conversations.models import BrowserTask, CriticalPoint, Event
@@ -128,3 +128,33 @@ def task_requests(fake_providers: FakeProviders) -> list[Recorded]:
         for r in fake_providers.requests
         if r.path == "/v1/messages" and "go_to" in json.dumps(r.body.get("tools", []))
     ]
+
+
+def paused_task(
+    conversation_id: uuid.UUID, *, kind: str = "question", question: str = "Which size?", start_url: str = ""
+) -> tuple[BrowserTask, CriticalPoint]:
+    """A started task paused at a critical point of `kind`, without a browser (synchronous)."""
+    proposal = services.browser_task_propose(
+        conversation_id=conversation_id,
+        turn_id=uuid.uuid4(),
+        tool_call_id=f"call-{next(_ids)}",
+        goal="Buy a kettle.",
+        start_url=start_url or "https://shop.example/",
+        restrictions=["At most 30 EUR."],
+    )
+    task = services.browser_task_start(conversation_id=conversation_id, proposal_id=proposal.id)
+    claim = lifecycle.browser_task_claim(task_id=task.id)
+    assert claim is not None
+    step = {"id": "step-1", "name": "ask_owner", "input": {"question": question}, "result": None}
+    point_id = uuid.uuid4()
+    step["critical_point_id"] = str(point_id)
+    progress = lifecycle.Progress([step], 0, 0, "https://shop.example/", None)
+    lifecycle.browser_task_pause(
+        task_id=task.id,
+        lease_token=claim.lease_token,
+        progress=progress,
+        pause=lifecycle.Pause(kind, question),
+        point_id=point_id,
+        storage_state=None,
+    )
+    return BrowserTask.objects.get(id=task.id), CriticalPoint.objects.get(id=point_id)
