@@ -143,6 +143,7 @@ def test_a_pause_survives_a_full_restart_and_resumes_from_the_checkpoint_asking_
         point = pause_before_place_order(socket, fake_providers, propose_in_chat(socket, fake_providers, web))
         last = event_frames(socket.received)[-1]["sequence"]
     kept = BrowserTask.objects.get().context_lease_id
+    assert kept is not None
 
     restart_everything(live_stack)
 
@@ -190,6 +191,7 @@ def test_a_reply_handled_by_another_worker_restores_only_after_the_old_context_c
     with live_owner.socket(conversation_id) as socket:
         point = pause_before_place_order(socket, fake_providers, propose_in_chat(socket, fake_providers, web))
         paused = BrowserTask.objects.get()
+        assert paused.context_lease_id is not None
         first_holder = BrowserLease.objects.get(id=paused.context_lease_id).holder
         # The worker that paused goes away; another one takes the reply.
         since = live_stack.log_size("worker")
@@ -211,6 +213,7 @@ def test_a_reply_handled_by_another_worker_restores_only_after_the_old_context_c
             live_stack.wait_ready("worker", since=since)
 
     task = BrowserTask.objects.get()
+    assert task.context_lease_id is not None
     old, new = BrowserLease.objects.get(id=paused.context_lease_id), BrowserLease.objects.get(id=task.context_lease_id)
     assert new.holder != first_holder
     assert new.holder.split(":")[1] == str(stack.processes["worker-2"].pid)

@@ -22,7 +22,7 @@ from conversations.browser_tasks.runner import browser_task_run
 from conversations.engine.cancel_bus import CancelListener
 from conversations.models import BrowserTask, CriticalPoint, Event
 from conversations.services import conversation_create
-from tests.support.fake_providers import Call, FakeProviders, Recorded
+from tests.support.fake_providers import Call, FakeProviders, Recorded, Step
 
 _ids = itertools.count(1)
 SETTLED = ("paused", "completed", "failed", "cancelled")
@@ -32,7 +32,7 @@ def orm(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     return database_sync_to_async(function)
 
 
-def step(name: str, **data: Any) -> list[Call]:
+def step(name: str, **data: Any) -> list[Step]:
     """One answer of the task's model: exactly one tool call."""
     return [Call(f"toolu_step_{next(_ids)}", name, data)]
 
