@@ -434,23 +434,42 @@ class TaskRun:
         await self.record(card=description)
         if self.cancelled.is_set():
             raise Stopped
-        data = step["input"]
+        action = asyncio.ensure_future(self._do(step["name"], step["input"]))
+        cancel_wait = asyncio.ensure_future(self.cancelled.wait())
         try:
-            async with asyncio.timeout(ACTION_TIMEOUT + 5):
-                result = await self._do(step["name"], data)
-        except ActionFailed as failed:
-            result = {"ok": False, "error": "action_failed", "message": failed.message}
-        except (TimeoutError, PlaywrightError):
-            result = {
-                "ok": False,
-                "error": "action_failed",
-                "message": f"The action did not finish within {ACTION_TIMEOUT:g} s.",
-            }
+            await asyncio.wait({action, cancel_wait}, timeout=ACTION_TIMEOUT + 5, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancel_wait.cancel()
+        if not action.done():
+            action.cancel()
+            with suppress(BaseException):
+                await action
+        result = self._result_of(action)
         with suppress(Exception):
             self.url = self.session.page.url
         step["result"] = result
         await self.record()
+        if self.cancelled.is_set():
+            raise Stopped
         return False
+
+    def _result_of(self, action: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
+        if action.cancelled():
+            if self.cancelled.is_set():
+                return {"ok": False, "error": "cancelled", "message": "Stopped by the owner during this action."}
+            return {
+                "ok": False,
+                "error": "action_failed",
+                "message": f"The action did not finish within {ACTION_TIMEOUT:g} s.",
+            }
+        error = action.exception()
+        if isinstance(error, ActionFailed):
+            return {"ok": False, "error": "action_failed", "message": error.message}
+        if error is not None:
+            if not isinstance(error, PlaywrightError | TimeoutError):
+                raise error
+            return {"ok": False, "error": "action_failed", "message": "The browser could not do this action."}
+        return action.result()
 
     async def _do(self, name: str, data: dict[str, Any]) -> dict[str, Any]:
         assert self.session is not None
