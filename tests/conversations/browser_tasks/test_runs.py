@@ -10,7 +10,7 @@ import uuid
 import pytest
 from django.db import connection
 
-from conversations.browser_tasks import services
+from conversations.browser_tasks import runner, services
 from conversations.browser_tasks.lifecycle import browser_task_storage_state
 from conversations.models import BrowserTask, CriticalPoint, Message, MessageRole
 from conversations.services import conversation_delete, conversation_teardown
@@ -390,3 +390,51 @@ async def test_a_model_that_never_acts_fails_the_task(anthropic, fake_providers,
 
     assert (task.status, task.outcome_summary) == ("failed", "The task's model did not choose an action.")
     assert [e.data["outcome"] for e in await events(conversation_id) if e.kind == "browser_task.finished"] == ["failed"]
+
+
+async def test_each_step_sends_the_brief_the_steps_so_far_and_the_current_page_with_exactly_ten_tools(
+    anthropic, fake_providers, cancels, web
+):
+    conversation_id = await new_conversation()
+    proposal = await propose(
+        conversation_id, goal="Buy a kettle.", start_url=web.url("/shop"), restrictions=["At most 30 EUR."]
+    )
+    task_id = await start(conversation_id, proposal)
+    fake_providers.script(step("scroll", direction="down"), step("finish", outcome="failed", summary="Gave up."))
+
+    await run(task_id, cancels)
+
+    first, second = task_requests(fake_providers)
+    assert [tool["name"] for tool in first.body["tools"]] == [
+        "go_to",
+        "click",
+        "type",
+        "select",
+        "scroll",
+        "wait",
+        "ask_owner",
+        "request_sign_in",
+        "request_email_consent",
+        "finish",
+    ]
+    assert "Never ask the owner for passwords" in first.body["system"]
+    brief = first.body["messages"][0]["content"][0]["text"]
+    assert "Buy a kettle." in brief
+    assert "- At most 30 EUR." in brief
+    assert page_sent(first).startswith("The current page:\n\nTitle: Fixture shop\nURL: " + web.url("/shop"))
+    assert "Blue kettle - 25.00 EUR. In stock." in page_sent(first)
+    assert results_sent(second) == [{"ok": True}]
+    assert second.body["messages"][1]["content"][0]["input"] == {"direction": "down"}
+
+
+async def test_a_task_stops_at_its_action_limit(anthropic, fake_providers, cancels, web, monkeypatch):
+    monkeypatch.setattr(runner, "MAX_ACTIONS", 2)
+    conversation_id = await new_conversation()
+    task_id = await shop_task(web, conversation_id)
+    fake_providers.script(*[step("scroll", direction="down") for _ in range(3)])
+
+    task = await run(task_id, cancels)
+
+    assert (task.status, task.actions) == ("failed", 2)
+    assert task.outcome_summary == "The task was stopped after 2 actions."
+    assert len(task_requests(fake_providers)) == 2
