@@ -6,3 +6,9 @@ class ConversationsConfig(AppConfig):
 
     name = "conversations"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from conversations.browser_tasks.propose import BROWSER_TASK_PROPOSE
+        from tools.registry import tool_register
+
+        tool_register(BROWSER_TASK_PROPOSE)

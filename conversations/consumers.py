@@ -20,10 +20,11 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import timezone
 
 from conversations import eventlog, selectors, turns
+from conversations.browser_tasks import services as browser_tasks
 from conversations.eventlog import EventFrame, EventsPublished
-from conversations.events import conversation_group
-from conversations.frames import parse_client_frame
-from flarebot.core.errors import FlarebotError, InvalidInput, Unavailable
+from conversations.events import BrowserFrame, BrowserInput, browser_input_group, conversation_group
+from conversations.frames import BrowserInputFrame, parse_client_frame
+from flarebot.core.errors import FlarebotError, InvalidInput
 from flarebot.core.sessions import (
     OWNER_SOCKETS_GROUP,
     SessionEnded,
@@ -71,8 +72,31 @@ def _submit(conversation_id: uuid.UUID, request_id: str, text: str) -> turns.Sub
 
 
 @_db
-def _cancel(conversation_id: uuid.UUID) -> None:
+def _cancel_all(conversation_id: uuid.UUID) -> None:
     turns.turn_cancel(conversation_id=conversation_id)
+    browser_tasks.browser_task_cancel(conversation_id=conversation_id)
+
+
+@_db
+def _answer(conversation_id: uuid.UUID, reply: browser_tasks.Reply) -> None:
+    browser_tasks.critical_point_answer(conversation_id=conversation_id, reply=reply)
+
+
+@_db
+def _start(conversation_id: uuid.UUID, proposal_id: str) -> None:
+    browser_tasks.browser_task_start(conversation_id=conversation_id, proposal_id=uuid.UUID(proposal_id))
+
+
+@_db
+def _dismiss(conversation_id: uuid.UUID, proposal_id: str) -> None:
+    browser_tasks.browser_task_dismiss(conversation_id=conversation_id, proposal_id=uuid.UUID(proposal_id))
+
+
+@_db
+def _input_check(conversation_id: uuid.UUID, task_id: str, critical_point_id: str) -> None:
+    browser_tasks.browser_input_check(
+        conversation_id=conversation_id, task_id=uuid.UUID(task_id), critical_point_id=critical_point_id
+    )
 
 
 @_db
@@ -207,11 +231,40 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 # Published from this loop: a thread hopping back here would wait on it.
                 await eventlog.events_publish(conversation_id=self.conversation_id, frames=submitted.frames)
             elif frame["type"] == "cancel_agent":
-                await _cancel(self.conversation_id)
-            else:
-                raise Unavailable("No browser task is waiting for an answer.", code="no_critical_point")
+                await _cancel_all(self.conversation_id)
+            elif frame["type"] == "critical_point_response":
+                reply = browser_tasks.Reply(frame["critical_point_id"], response=frame["response"])
+                await _answer(self.conversation_id, reply)
+            elif frame["type"] == "email_consent_response":
+                reply = browser_tasks.Reply(frame["critical_point_id"], consent=frame["consent"])
+                await _answer(self.conversation_id, reply)
+            elif frame["type"] == "browser_task_confirm":
+                await _start(self.conversation_id, frame["proposal_id"])
+            elif frame["type"] == "browser_task_dismiss":
+                await _dismiss(self.conversation_id, frame["proposal_id"])
+            elif frame["type"] == "browser_input":
+                await self._browser_input(frame)
         except FlarebotError as error:
             await self.send(text_data=json.dumps(error_frame(error)))
+
+    async def _browser_input(self, frame: BrowserInputFrame) -> None:
+        """Forward the owner's click or key to the worker showing the task's sign-in (never stored)."""
+        await _input_check(self.conversation_id, frame["task_id"], frame["critical_point_id"])
+        point = frame["critical_point_id"].lower()
+        message = BrowserInput(type="browser.input", critical_point_id=point, input=frame["input"])
+        await self.channel_layer.group_send(browser_input_group(frame["task_id"]), dict(message))
+
+    async def browser_frame(self, message: BrowserFrame) -> None:
+        """A live-view picture of a task's sign-in page: a presentation frame, without a sequence."""
+        if self.admitted:
+            frame = {
+                "type": "frame",
+                "task_id": message["task_id"],
+                "image": message["image"],
+                "width": message["width"],
+                "height": message["height"],
+            }
+            await self.send(text_data=json.dumps(frame))
 
     async def conversation_deleted(self, message: dict[str, Any]) -> None:
         await self._end(CLOSE_NOT_FOUND)

@@ -32,6 +32,7 @@ class EventKind(enum.StrEnum):
     BROWSER_TASK_PROPOSED = "browser_task.proposed"
     BROWSER_TASK_STARTED = "browser_task.started"
     BROWSER_TASK_FINISHED = "browser_task.finished"
+    BROWSER_TASK_DISMISSED = "browser_task.dismissed"  # an addition: the owner dismissed a proposal
 
 
 # An event to append: its kind, the turn it belongs to (if any), and its data.
@@ -83,6 +84,68 @@ def message_replaced(turn_id: uuid.UUID, *, parts: list[dict[str, Any]]) -> NewE
 def activity_events(turn_id: uuid.UUID, activities: list[ActivityJson]) -> list[NewEvent]:
     """The `activity.updated` events announcing these activities."""
     return [(EventKind.ACTIVITY_UPDATED, turn_id, {"activity": activity}) for activity in activities]
+
+
+def browser_task_proposed(*, proposal_id: uuid.UUID, goal: str, start_url: str, restrictions: list[str]) -> NewEvent:
+    data = {"proposal_id": str(proposal_id), "goal": goal, "start_url": start_url, "restrictions": restrictions}
+    return (EventKind.BROWSER_TASK_PROPOSED, None, data)
+
+
+def browser_task_dismissed(*, proposal_id: uuid.UUID) -> NewEvent:
+    return (EventKind.BROWSER_TASK_DISMISSED, None, {"proposal_id": str(proposal_id)})
+
+
+def browser_task_started(*, task_id: uuid.UUID, proposal_id: uuid.UUID) -> NewEvent:
+    """`task_id` is the contract's; `proposal_id` an addition, so clients tie the task to its readback."""
+    return (EventKind.BROWSER_TASK_STARTED, None, {"task_id": str(task_id), "proposal_id": str(proposal_id)})
+
+
+def critical_point_opened(
+    *, task_id: uuid.UUID, critical_point_id: uuid.UUID, kind: str, question: str, action: dict[str, Any] | None
+) -> NewEvent:
+    data = {
+        "task_id": str(task_id),
+        "critical_point_id": str(critical_point_id),
+        "kind": kind,
+        "question": question,
+        "action": action,
+    }
+    return (EventKind.CRITICAL_POINT_OPENED, None, data)
+
+
+def critical_point_resolved(*, task_id: uuid.UUID, critical_point_id: uuid.UUID) -> NewEvent:
+    data = {"task_id": str(task_id), "critical_point_id": str(critical_point_id)}
+    return (EventKind.CRITICAL_POINT_RESOLVED, None, data)
+
+
+def browser_task_finished(*, task_id: uuid.UUID, outcome: str, summary: str) -> NewEvent:
+    return (EventKind.BROWSER_TASK_FINISHED, None, {"task_id": str(task_id), "outcome": outcome, "summary": summary})
+
+
+class BrowserFrame(TypedDict):
+    """Sent to a conversation's group by the worker holding a sign-in's page: one live-view picture.
+
+    A presentation signal only: never stored, never replayed, no sequence.
+    """
+
+    type: Literal["browser.frame"]
+    task_id: str
+    image: str  # base64 JPEG
+    width: int  # the page's viewport in CSS pixels, to map clicks on the picture back to the page
+    height: int
+
+
+class BrowserInput(TypedDict):
+    """Sent by a socket to the group of a task's live view: the owner's click or key, never stored."""
+
+    type: Literal["browser.input"]
+    critical_point_id: str
+    input: dict[str, Any]
+
+
+def browser_input_group(task_id: uuid.UUID | str) -> str:
+    """Return the Channels group the worker holding a task's sign-in page listens on."""
+    return f"browser-task-input.{task_id}"
 
 
 class ConversationDeleted(TypedDict):

@@ -11,6 +11,7 @@ from typing import Any, Literal, TypedDict
 
 from flarebot.core.errors import InvalidInput, TooLarge
 from flarebot.core.json_input import JsonRefused, json_parse
+from tools.browser_tasks.inputs import owner_input_problem
 
 # A 32,000-character message JSON-escaped (\uXXXX surrogate pairs) stays well below this.
 MAX_FRAME_BYTES = 256 * 1024
@@ -38,13 +39,41 @@ class EmailConsentResponseFrame(TypedDict):
     consent: bool
 
 
-ClientFrame = UserMessageFrame | CancelAgentFrame | CriticalPointResponseFrame | EmailConsentResponseFrame
+class BrowserTaskConfirmFrame(TypedDict):
+    type: Literal["browser_task_confirm"]
+    proposal_id: str
+
+
+class BrowserTaskDismissFrame(TypedDict):
+    type: Literal["browser_task_dismiss"]
+    proposal_id: str
+
+
+class BrowserInputFrame(TypedDict):
+    type: Literal["browser_input"]
+    task_id: str
+    critical_point_id: str
+    input: dict[str, Any]
+
+
+ClientFrame = (
+    UserMessageFrame
+    | CancelAgentFrame
+    | CriticalPointResponseFrame
+    | EmailConsentResponseFrame
+    | BrowserTaskConfirmFrame
+    | BrowserTaskDismissFrame
+    | BrowserInputFrame
+)
 
 _FIELDS: dict[str, dict[str, type]] = {
     "user_message": {"request_id": str, "text": str},
     "cancel_agent": {},
     "critical_point_response": {"critical_point_id": str, "response": str},
     "email_consent_response": {"critical_point_id": str, "consent": bool},
+    "browser_task_confirm": {"proposal_id": str},
+    "browser_task_dismiss": {"proposal_id": str},
+    "browser_input": {"task_id": str, "critical_point_id": str, "input": dict},
 }
 
 
@@ -74,6 +103,13 @@ def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> Clien
             raise InvalidInput(f"Field {name} has the wrong type.", code="invalid_frame")
     if kind == "user_message":
         _require_uuid(frame["request_id"], "request_id")
+    elif kind in ("browser_task_confirm", "browser_task_dismiss"):
+        _require_uuid(frame["proposal_id"], "proposal_id")
+    elif kind == "browser_input":
+        _require_uuid(frame["task_id"], "task_id")
+        problem = owner_input_problem(frame["input"])
+        if problem is not None:
+            raise InvalidInput(problem, code="invalid_frame")
     return frame  # type: ignore[return-value]
 
 

@@ -12,6 +12,8 @@ from celery.signals import worker_ready, worker_shutdown
 import conversations.providers.anthropic_messages
 import conversations.providers.openai_chat  # noqa: F401
 from conversations import services, turns
+from conversations.browser_tasks.lifecycle import browser_tasks_reconcile as _browser_tasks_reconcile
+from conversations.browser_tasks.runner import browser_task_run as _browser_task_run
 from conversations.engine.runtime import engine_runtime, engine_runtime_started
 from flarebot.core.heap import heap_settle
 from flarebot.core.heartbeat import BEAT, heartbeat_record
@@ -46,12 +48,26 @@ def turns_reconcile() -> None:
     turns.turns_reconcile()
 
 
+@shared_task(name="conversations.jobs.browser_task_run")
+def browser_task_run(task_id: str) -> None:
+    """Run or resume one browser task on this process's engine loop (queue `tools`); returns when it pauses."""
+    runtime = engine_runtime()
+    runtime.run(_browser_task_run(uuid.UUID(task_id), cancels=runtime.cancels))
+
+
+@shared_task(name="conversations.jobs.browser_tasks_reconcile")
+def browser_tasks_reconcile() -> None:
+    """Requeue browser tasks whose worker died, and project outcomes not projected yet."""
+    _browser_tasks_reconcile()
+
+
 @worker_ready.connect
 def _recover_on_start(**kwargs: Any) -> None:
     heap_settle()  # what the worker loaded lives as long as it: keep it out of GC pauses
     engine_runtime()  # answers the turn doorbell from now on
     conversation_finish_deletions.delay()
     turns_reconcile.delay()
+    browser_tasks_reconcile.delay()
 
 
 @worker_shutdown.connect

@@ -196,3 +196,156 @@ class SearchEntry(BaseModel):
             # conversation deletion cascades here
             models.Index(fields=["conversation"], name="conv_search_conversation"),
         ]
+
+
+class ProposalState(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"  # waiting for the owner's Start or Dismiss
+    DISMISSED = "dismissed", "Dismissed"
+    SUPERSEDED = "superseded", "Superseded"  # a newer proposal of the conversation replaced it
+    STARTED = "started", "Started"
+
+
+class BrowserTaskProposal(BaseModel):
+    """A browser task the model proposed in a turn: nothing runs until the owner starts it."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+", db_index=False)
+    turn_id = models.UUIDField()
+    tool_call_id = models.CharField(max_length=128)
+    goal = models.TextField()
+    start_url = models.TextField()
+    restrictions = models.JSONField(default=list)
+    state = models.CharField(max_length=16, choices=ProposalState.choices, default=ProposalState.PROPOSED)
+
+    class Meta:
+        constraints = [
+            # browser_task_propose: a replayed tool call finds its proposal
+            models.UniqueConstraint(fields=["turn_id", "tool_call_id"], name="conv_btproposal_call_unique"),
+            models.CheckConstraint(
+                condition=models.Q(state__in=ProposalState.values), name="conv_btproposal_state_valid"
+            ),
+        ]
+        indexes = [
+            # browser_task_propose (superseding) and browser_tasks_list: a conversation's proposals in order
+            models.Index(fields=["conversation", "created_at"], name="conv_btproposal_conversation"),
+        ]
+
+
+class BrowserTaskStatus(models.TextChoices):
+    RUNNING = "running", "Running"  # to be run, or running (its lease says whether someone runs it)
+    PAUSED = "paused", "Paused"  # waiting for the owner's answer to its open critical point
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+UNFINISHED_TASK_STATUSES = (BrowserTaskStatus.RUNNING, BrowserTaskStatus.PAUSED)
+
+
+class BrowserTask(BaseModel):
+    """A started browser task: its durable start command, checkpoint, lease and outcome.
+
+    The start command (goal, restrictions, start URL) is copied from the proposal exactly
+    and never changes. The checkpoint is `steps` (every decision so far and its result),
+    `current_url` and `storage_sealed` (the context's cookies and local storage, sealed like
+    provider keys), written when the task pauses. A worker owns the task while its lease
+    (`lease_token`, `lease_expires_at`) is live; `context_lease_id` names the tools app's
+    lease of the Chromium context that holds (or kept) its page. `authorization` is what the
+    owner's last reply allows the next step to do, bound to that context.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+", db_index=False)
+    proposal = models.OneToOneField(BrowserTaskProposal, on_delete=models.CASCADE, related_name="task")
+    goal = models.TextField()
+    start_url = models.TextField()
+    restrictions = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=BrowserTaskStatus.choices, default=BrowserTaskStatus.RUNNING)
+    cancel_requested = models.BooleanField(default=False)
+    lease_token = models.CharField(max_length=32, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    actions = models.PositiveIntegerField(default=0)
+    running_ms = models.PositiveBigIntegerField(default=0)  # pauses excluded
+    steps = models.JSONField(default=list)
+    current_url = models.TextField(blank=True, default="")
+    storage_sealed = models.BinaryField(null=True, blank=True)
+    context_lease_id = models.UUIDField(null=True, blank=True)
+    authorization = models.JSONField(null=True, blank=True)
+    outcome_summary = models.TextField(blank=True, default="")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    projected_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=BrowserTaskStatus.values), name="conv_browsertask_status_valid"
+            ),
+            # browser_task_start: at most one unfinished task per conversation, also under races
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=models.Q(status__in=["running", "paused"]),
+                name="conv_browsertask_one_unfinished",
+            ),
+        ]
+        indexes = [
+            # browser_tasks_list, browser_task_cancel: a conversation's tasks
+            models.Index(fields=["conversation", "created_at"], name="conv_browsertask_conversation"),
+            # browser_tasks_reconcile: running tasks whose lease ran out, and unprojected outcomes
+            models.Index(
+                fields=["lease_expires_at"], name="conv_browsertask_running", condition=models.Q(status="running")
+            ),
+            models.Index(
+                fields=["finished_at"],
+                name="conv_browsertask_unprojected",
+                condition=models.Q(finished_at__isnull=False, projected_at__isnull=True),
+            ),
+        ]
+
+
+class CriticalPointKind(models.TextChoices):
+    CONFIRM = "confirm", "Confirm"  # the runtime held a critical action
+    QUESTION = "question", "Question"  # ask_owner
+    SIGN_IN = "sign_in", "Sign in"  # request_sign_in: the owner signs in through the live view
+    EMAIL_CONSENT = "email_consent", "Email consent"  # request_email_consent
+
+
+class CriticalPointState(models.TextChoices):
+    OPEN = "open", "Open"
+    RESOLVED = "resolved", "Resolved"  # the owner answered
+    VOID = "void", "Void"  # the task ended before an answer
+
+
+class CriticalPoint(BaseModel):
+    """A question a paused browser task put to the owner, and the owner's answer.
+
+    `action` is the held action as the owner may see it (tool, element, a description;
+    never typed text); `action_digest` identifies the exact action, typed text included,
+    so that only exactly that action can be authorised by the answer.
+    """
+
+    task = models.ForeignKey(BrowserTask, on_delete=models.CASCADE, related_name="critical_points", db_index=False)
+    kind = models.CharField(max_length=16, choices=CriticalPointKind.choices)
+    question = models.TextField()
+    action = models.JSONField(null=True, blank=True)
+    action_digest = models.CharField(max_length=64, blank=True, default="")
+    state = models.CharField(max_length=16, choices=CriticalPointState.choices, default=CriticalPointState.OPEN)
+    response = models.TextField(blank=True, default="")  # the owner's exact text (question, confirm, sign_in)
+    consent = models.BooleanField(null=True, blank=True)  # email_consent
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(kind__in=CriticalPointKind.values), name="conv_criticalpoint_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(state__in=CriticalPointState.values), name="conv_criticalpoint_state_valid"
+            ),
+            # critical_point_open: one open question per task (also the index of its lookups)
+            models.UniqueConstraint(
+                fields=["task"], condition=models.Q(state="open"), name="conv_criticalpoint_one_open"
+            ),
+        ]
+        indexes = [
+            # browser_tasks_list: a task's points
+            models.Index(fields=["task", "created_at"], name="conv_criticalpoint_task"),
+        ]

@@ -16,6 +16,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils import timezone
 
+from conversations.browser_tasks.lifecycle import browser_tasks_stop_for_deletion
 from conversations.events import ConversationDeleted, conversation_group
 from conversations.models import Conversation, ConversationState
 from conversations.search import search_index_name
@@ -103,8 +104,9 @@ def conversation_teardown(*, conversation_id: uuid.UUID) -> bool:
     """Tear down the data of a conversation marked for deletion; return whether it is gone now.
 
     Lowest first: running turns stop, and their tool calls with them (each call's cleanup
-    hook runs in its worker, within its grace), then every tool releases what it still holds
-    for the conversation (containers, browsers). Only then do the rows go: a tool that could
+    hook runs in its worker, within its grace), browser tasks are cancelled and their
+    checkpoints erased, then every tool releases what it still holds for the conversation
+    (containers, browsers, the contexts browser tasks kept). Only then do the rows go: a tool that could
     not release leaves the conversation for the deletion sweep, which tries again.
     """
     conversation = Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).first()
@@ -113,6 +115,10 @@ def conversation_teardown(*, conversation_id: uuid.UUID) -> bool:
     turns_stop_for_deletion(conversation_id=conversation_id)
     if not turns_wait_stopped(conversation_id=conversation_id, timeout=TURNS_STOP_TIMEOUT):
         logger.warning("turns of deleted conversation %s did not stop in time; releasing its tools", conversation_id)
+    # Browser tasks are cancelled and their checkpoints erased; their contexts (running or
+    # kept) are closed with every other browser context of the conversation just below.
+    if not browser_tasks_stop_for_deletion(conversation_id=conversation_id, timeout=TURNS_STOP_TIMEOUT):
+        logger.warning("browser tasks of deleted conversation %s did not stop in time", conversation_id)
     if not tools_release_conversation(conversation_id=conversation_id):
         return False
     activities_delete(conversation_id=conversation_id)

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from conversations import api, api_settings, api_transcript
+from conversations.browser_tasks import api as browser_tasks_api
 
 urlpatterns = [
     path("conversations/", api.ConversationListApi.as_view(), name="conversation-list"),
@@ -14,6 +15,12 @@ urlpatterns = [
         api_transcript.ActivityListApi.as_view(),
         name="activities",
     ),
+    path(
+        "conversations/<str:conversation_id>/browser-tasks/",
+        browser_tasks_api.BrowserTaskListApi.as_view(),
+        name="browser-tasks",
+    ),
+    path("agent/", browser_tasks_api.AgentApi.as_view(), name="agent"),
     path("settings/model/", api_settings.ModelSettingsApi.as_view(), name="model-settings"),
     path("settings/model/catalog/", api_settings.ModelCatalogApi.as_view(), name="model-catalog"),
     path("settings/provider-keys/<str:provider>/", api_settings.ProviderKeyApi.as_view(), name="provider-key"),

@@ -81,12 +81,17 @@ class BrowserLeaseState(models.TextChoices):
 
 
 class BrowserLease(BaseModel):
-    """One browser_read call's browser context, recorded before the context opens.
+    """One browser context (of a browser_read call or a browser task), recorded before it opens.
 
     The context lives in one worker process (`holder`: host, pid and start time); only that
     process can close it. Others ask it to (`close_requested_at`, which its watcher polls)
     and a cleanup job retries. `conversation_id` is a plain UUID, never a foreign key: a
     lease outlives its conversation's deletion until its browser is confirmed closed.
+
+    A browser task's context is leased with the task's id as `turn_id` and
+    `tool_call_id="browser_task"`; its expiry moves with the task (`browser_lease_extend`:
+    the running task's heartbeat, then the end of the time a paused task's context is
+    kept). `wake_requested_at` asks the holder to resume the task in the context it keeps.
     """
 
     conversation_id = models.UUIDField()
@@ -94,9 +99,11 @@ class BrowserLease(BaseModel):
     tool_call_id = models.CharField(max_length=128)
     holder = models.CharField(max_length=200)
     state = models.CharField(max_length=16, choices=BrowserLeaseState.choices, default=BrowserLeaseState.OPEN)
-    # The end of the call's budget plus its close: the original, never extended.
+    # The end of the call's budget plus its close: never extended for a call, moved with
+    # a browser task (see above).
     expires_at = models.DateTimeField()
     close_requested_at = models.DateTimeField(null=True, blank=True)
+    wake_requested_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     cleanup_attempts = models.PositiveIntegerField(default=0)
 

@@ -115,6 +115,8 @@ class FlarebotConfig:
     network_allow: tuple[tuple[str, int], ...] = ()
     search_model: str = "gpt-5.4-mini"
     chromium: str | None = None  # the operator's browser for browser_read; else it is looked for
+    # Seconds a paused browser task's Chromium context is kept for its resumption.
+    browser_task_keep: float = 600.0
 
     @property
     def production(self) -> bool:
@@ -163,6 +165,7 @@ def load_config() -> FlarebotConfig:
         network_allow=env_host_ports("FLAREBOT_NETWORK_ALLOW"),
         search_model=_search_model(),
         chromium=_raw("FLAREBOT_CHROMIUM"),
+        browser_task_keep=float(env_int("FLAREBOT_BROWSER_TASK_KEEP", 600, minimum=1, maximum=86_400)),
     )
 
 

@@ -187,6 +187,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "conversations.jobs.turn_*": {"queue": "turns"},
+    "conversations.jobs.browser_task*": {"queue": "tools"},
     "tools.jobs.*": {"queue": "tools"},
 }
 # Above the longest turn, so Redis never redelivers a turn that is still running;
@@ -199,6 +200,12 @@ CELERY_BEAT_SCHEDULE = {
         # With the 15 s lease, a turn whose worker died continues within about 20 s of the
         # crash (the query is indexed and cheap). A run nobody took in time is dropped: the
         # next one comes 5 s later.
+        "schedule": 5.0,
+        "options": {"expires": 5.0},
+    },
+    "conversations-reconcile-browser-tasks": {
+        "task": "conversations.jobs.browser_tasks_reconcile",
+        # A task whose worker died continues within about 20 s (its 15 s lease, then this).
         "schedule": 5.0,
         "options": {"expires": 5.0},
     },

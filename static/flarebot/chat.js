@@ -10,6 +10,7 @@
 import { ApiError, api, toSignIn } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 import { ToolCard, renderSources, sourcesOf } from "./chat-tools.js";
+import { BrowserTasks, TASK_ERROR_CODES } from "./chat-browser-tasks.js";
 
 const app = document.getElementById("app");
 const $ = (id) => document.getElementById(id);
@@ -167,6 +168,9 @@ class Turn {
         card.setPart(part);
         shown.add(part.tool_call_id);
         nodes.push(card.el);
+        // A proposed browser task's card follows the call that proposed it.
+        const proposalId = part.name === "browser_task_propose" && part.output && part.output.proposal_id;
+        if (typeof proposalId === "string") nodes.push(this.view.tasks.card(proposalId).el);
       }
     });
     // Activity announced before its tool part: show its card anyway.
@@ -263,6 +267,16 @@ class ConversationView {
     this.turns = new Map(); // turn id (or "request:<id>" before its ack) -> Turn
     this.pending = new Map(); // request_id -> {text, turn, viaSocket, acked}
     this.activities = new Map(); // tool_call_id -> A
+    this.tasks = new BrowserTasks({
+      send: (frame) => this.sendFrame(frame),
+      startOverHttp: (proposalId) =>
+        api(`/api/conversations/${this.id}/browser-tasks/`, {
+          method: "POST",
+          body: { proposal_id: proposalId },
+          signal: this.abort.signal,
+        }),
+      onChange: () => this.changed(),
+    });
     this.dirty = new Map(); // text part element -> its Turn, re-rendered on the next frame
     this.frame = 0;
     this.lastSequence = 0;
@@ -286,14 +300,17 @@ class ConversationView {
     setConnection("connecting");
     let snapshot;
     let activities = null;
+    let taskList = null;
     try {
       const signal = this.abort.signal;
-      [snapshot, activities] = await Promise.all([
+      const tolerated = (error) => {
+        if (isAbort(error) || (error instanceof ApiError && error.status === 401)) throw error;
+        return null; // tolerated: cards fall back to the transcript (and to events)
+      };
+      [snapshot, activities, taskList] = await Promise.all([
         api(`/api/conversations/${this.id}/messages/`, { signal }),
-        api(`/api/conversations/${this.id}/activities/`, { signal }).catch((error) => {
-          if (isAbort(error) || (error instanceof ApiError && error.status === 401)) throw error;
-          return null; // tolerated: cards fall back to the transcript's tool parts
-        }),
+        api(`/api/conversations/${this.id}/activities/`, { signal }).catch(tolerated),
+        api(`/api/conversations/${this.id}/browser-tasks/`, { signal }).catch(tolerated),
       ]);
     } catch (error) {
       if (!this.alive) return;
@@ -306,11 +323,11 @@ class ConversationView {
       return;
     }
     if (!this.alive) return;
-    this.applySnapshot(snapshot, activities);
+    this.applySnapshot(snapshot, activities, taskList);
     this.connect();
   }
 
-  applySnapshot(snapshot, activities) {
+  applySnapshot(snapshot, activities, taskList) {
     this.turns.clear();
     this.root.replaceChildren();
     this.dirty.clear();
@@ -318,6 +335,9 @@ class ConversationView {
     for (const activity of (activities && activities.activities) || []) {
       if (!this.activities.has(activity.tool_call_id)) this.activities.set(activity.tool_call_id, activity);
     }
+    this.tasks.reset();
+    // Events after the messages' mark that the list already holds are skipped by the cards.
+    if (taskList) this.tasks.applyList(taskList, this.activities);
     const states = new Map(((snapshot && snapshot.turns) || []).map((turn) => [turn.id, turn]));
     for (const message of snapshot.messages || []) {
       const turn = this.turnFor(message.turn_id || `message:${message.id}`);
@@ -340,6 +360,7 @@ class ConversationView {
       this.root.append(pending.turn.el);
     }
     this.lastSequence = Number(snapshot.last_sequence) || 0;
+    this.placeTaskCards();
     this.loaded = true;
     stick = true;
     this.flush();
@@ -461,6 +482,7 @@ class ConversationView {
     if (frame.type === "event") this.onEvent(frame);
     else if (frame.type === "ack") this.onAck(frame.request_id, frame.turn_id);
     else if (frame.type === "error") this.onErrorFrame(frame);
+    else if (frame.type === "frame") this.tasks.onPicture(frame);
   }
 
   onAck(requestId, turnId) {
@@ -489,6 +511,10 @@ class ConversationView {
   }
 
   onErrorFrame(frame) {
+    if (TASK_ERROR_CODES.has(frame.code)) {
+      this.tasks.onError(frame);
+      return;
+    }
     // The socket answers frames in order: an error answers the oldest unanswered message.
     const entry = [...this.pending].find(([, p]) => p.viaSocket && !p.acked);
     if (entry) this.dropPending(entry[0]);
@@ -517,6 +543,11 @@ class ConversationView {
       return;
     }
     this.lastSequence = sequence;
+    if (this.tasks.onEvent(frame)) {
+      this.placeTaskCards();
+      this.changed();
+      return;
+    }
     const data = frame.data || {};
     const turnId = frame.turn_id;
     if (!turnId && frame.event !== "activity.updated") return; // not about a turn: nothing to show yet
@@ -606,6 +637,11 @@ class ConversationView {
     this.changed();
   }
 
+  /** Show every task card: in the turn that proposed it, else at the end of the transcript. */
+  placeTaskCards() {
+    for (const card of this.tasks.cards.values()) if (!card.el.isConnected) this.root.append(card.el);
+  }
+
   resync() {
     this.closeSocket();
     this.loaded = false;
@@ -632,7 +668,7 @@ class ConversationView {
   /** The set of turns or their states changed: update the controls that depend on them. */
   changed() {
     if (!this.alive) return;
-    const active = [...this.turns.values()].some((turn) => turn.active);
+    const active = [...this.turns.values()].some((turn) => turn.active) || this.tasks.unfinished;
     ui.stop.hidden = !active;
     ui.empty.hidden = !this.loaded || this.turns.size > 0 || this.pending.size > 0;
     ui.transcript.setAttribute("aria-busy", String(active));
@@ -672,10 +708,11 @@ class ConversationView {
 
   async cancel() {
     if (this.sendFrame({ type: "cancel_agent" })) return;
+    // Over HTTP, the agent's cancel stops the active turn and the unfinished browser task.
     try {
-      await api(`/api/conversations/${this.id}/cancel/`, { method: "POST", signal: this.abort.signal });
+      await api("/api/agent/", { method: "DELETE", body: { session_id: this.id }, signal: this.abort.signal });
     } catch (error) {
-      if (this.alive) reportError(error);
+      if (this.alive && !(error instanceof ApiError && error.status === 404)) reportError(error);
     }
   }
 }

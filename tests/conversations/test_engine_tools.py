@@ -59,9 +59,10 @@ RENDEZVOUS_SCHEMA = {
     "required": ["me", "other"],
 }
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-# The fixture tools of this module and the tools the apps always register (memory, web).
+# The fixture tools of this module and the tools the apps always register (memory, web, browser tasks).
 TOOL_NAMES = [
     "browser_read",
+    "browser_task_propose",
     "forget",
     "long_job",
     "read_page",

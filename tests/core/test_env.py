@@ -72,3 +72,19 @@ def test_it_takes_the_operators_search_model_and_chromium(monkeypatch):
     config = env.load_config()
 
     assert (config.search_model, config.chromium) == ("gpt-search", "/opt/chromium/chrome")
+
+
+def test_a_paused_browser_tasks_context_is_kept_ten_minutes_unless_the_operator_says_otherwise(monkeypatch):
+    monkeypatch.delenv("FLAREBOT_BROWSER_TASK_KEEP", raising=False)
+    assert env.load_config().browser_task_keep == 600.0
+
+    monkeypatch.setenv("FLAREBOT_BROWSER_TASK_KEEP", "30")
+    assert env.load_config().browser_task_keep == 30.0
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "ten", "86401"])
+def test_it_refuses_a_keep_time_outside_one_second_to_a_day(monkeypatch, value):
+    monkeypatch.setenv("FLAREBOT_BROWSER_TASK_KEEP", value)
+
+    with pytest.raises(env.ConfigurationError, match="FLAREBOT_BROWSER_TASK_KEEP"):
+        env.load_config()

@@ -4,6 +4,11 @@ It listens on two ports of 127.0.0.1: the main one (`FLAREBOT_TEST_WEB_PORT`), w
 test run's `FLAREBOT_NETWORK_ALLOW` lists, and another (`FLAREBOT_TEST_WEB_OTHER_PORT`),
 which it does not: anything that reaches the other port got past the policy. Every request
 on both ports is recorded.
+
+The browser tasks' sites live here too: a shop (`/shop`: "Add to cart", a cart, and a
+"Place order" form whose endpoint records each order), a sign-in page (`/signin`, an
+account page that says who is signed in by a cookie) and a contact form that "sends an
+email" (`/contact`, recording each message sent).
 """
 
 from __future__ import annotations
@@ -79,6 +84,10 @@ class FixtureWeb:
     requests: list[tuple[int, str]] = field(default_factory=list)  # (port, path)
     host_headers: list[str] = field(default_factory=list)
     slow_gone: threading.Event = field(default_factory=threading.Event)  # a /slow reader went away
+    cart: list[str] = field(default_factory=list)  # the shop's cart (one shopper: the test's)
+    orders: list[list[str]] = field(default_factory=list)  # each order placed, with its items
+    emails: list[dict[str, str]] = field(default_factory=list)  # each contact message "sent"
+    sign_ins: list[str] = field(default_factory=list)  # the user of each successful sign-in
     _loop: asyncio.AbstractEventLoop | None = None
     _runner: web.AppRunner | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -93,6 +102,10 @@ class FixtureWeb:
         with self._lock:
             self.requests.clear()
             self.host_headers.clear()
+            self.cart.clear()
+            self.orders.clear()
+            self.emails.clear()
+            self.sign_ins.clear()
         self.slow_gone.clear()
 
     def paths(self, port: int | None = None) -> list[str]:
@@ -157,9 +170,61 @@ class FixtureWeb:
         }  # fmt: skip
         for path, handler in routes.items():
             app.router.add_get(path, _async(handler))
+        app.router.add_get("/shop", _async(lambda r: _page("Fixture shop", SHOP)))
+        app.router.add_get("/shop/cart", self._cart_page)
+        app.router.add_post("/shop/cart/add", self._cart_add)
+        app.router.add_post("/shop/order", self._order)
+        app.router.add_get("/signin", _async(lambda r: _page("Sign in", SIGN_IN)))
+        app.router.add_post("/signin", self._sign_in)
+        app.router.add_get("/account", self._account)
+        app.router.add_get("/contact", _async(lambda r: _page("Contact us", CONTACT)))
+        app.router.add_post("/contact/send", self._contact_send)
         app.router.add_get("/slow", self._slow)
         app.router.add_get("/slow-headers", self._slow_headers)
         return app
+
+    async def _cart_add(self, request: web.Request) -> web.Response:
+        with self._lock:
+            self.cart.append("Blue kettle")
+            count = len(self.cart)
+        return web.json_response({"items": count})
+
+    async def _cart_page(self, request: web.Request) -> web.Response:
+        with self._lock:
+            items = list(self.cart)
+        listed = "".join(f"<li>{item} - 25.00 EUR</li>" for item in items) or "<li>Your cart is empty.</li>"
+        body = CART.replace("__ITEMS__", listed).replace("__COUNT__", str(len(items)))
+        return _page("Your cart", body)
+
+    async def _order(self, request: web.Request) -> web.Response:
+        with self._lock:
+            items, self.cart[:] = list(self.cart), []
+            self.orders.append(items)
+            number = f"A-{1000 + len(self.orders)}"
+        return _page("Order confirmed", f"<h1>Thank you!</h1><p>Order confirmed. Your order number is {number}.</p>")
+
+    async def _sign_in(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        user, password = str(form.get("username", "")), str(form.get("password", ""))
+        if user != "alice" or password != FIXTURE_PASSWORD:
+            return _page("Sign in", "<p>Wrong user name or password.</p>" + SIGN_IN)
+        with self._lock:
+            self.sign_ins.append(user)
+        response = web.HTTPFound("/account")
+        response.set_cookie("fixture_session", f"signed-in-{user}", httponly=True)
+        raise response
+
+    async def _account(self, request: web.Request) -> web.Response:
+        session = request.cookies.get("fixture_session", "")
+        if session.startswith("signed-in-"):
+            return _page("Your account", f"<h1>Your account</h1><p>Signed in as {session[10:]}.</p>")
+        return _page("Your account", '<p>You are not signed in.</p><a href="/signin">Go to sign-in</a>')
+
+    async def _contact_send(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        with self._lock:
+            self.emails.append({"email": str(form.get("email", "")), "message": str(form.get("message", ""))})
+        return _page("Message sent", "<p>Your message was sent. We will answer by email.</p>")
 
     def _private_subresource(self) -> str:
         return (
@@ -187,6 +252,51 @@ class FixtureWeb:
     async def _slow_headers(self, request: web.Request) -> web.Response:
         await asyncio.sleep(60)
         return web.Response(text="late")
+
+
+FIXTURE_PASSWORD = "correct horse battery"
+
+SHOP = """<h1>Fixture shop</h1>
+<p>Blue kettle - 25.00 EUR. In stock.</p>
+<p id="cart-count">Cart: 0 items</p>
+<button type="button" id="add">Add to cart</button>
+<a href="/shop/cart">View cart</a>
+<script>
+document.getElementById("add").addEventListener("click", async () => {
+  const answer = await fetch("/shop/cart/add", {method: "POST"});
+  const cart = await answer.json();
+  document.getElementById("cart-count").textContent = "Cart: " + cart.items + " items";
+});
+</script>
+"""
+
+CART = """<h1>Your cart</h1>
+<ul>__ITEMS__</ul>
+<p>__COUNT__ items.</p>
+<form method="post" action="/shop/order"><button type="submit">Place order</button></form>
+<a href="/shop">Back to the shop</a>
+"""
+
+SIGN_IN = """<h1>Sign in</h1>
+<form method="post" action="/signin">
+<label for="username">User name</label> <input id="username" name="username" autocomplete="username">
+<label for="password">Password</label> <input id="password" name="password" type="password">
+<button type="submit">Sign in</button>
+</form>
+"""
+
+CONTACT = """<h1>Contact us</h1>
+<form method="post" action="/contact/send">
+<label for="email">Your email</label> <input id="email" name="email" type="email">
+<label for="message">Message</label> <textarea id="message" name="message"></textarea>
+<button type="submit">Send message</button>
+</form>
+"""
+
+
+def _page(title: str, body: str) -> web.Response:
+    html = f'<!doctype html><html><head><meta charset="utf-8"><title>{title}</title></head><body>{body}</body></html>'
+    return web.Response(text=html, content_type="text/html")
 
 
 POPUP = """<!doctype html><html><head><title>Popup</title></head><body>

@@ -10,7 +10,8 @@ Each call's context is tracked by its lease id (`CallContext`). Opening runs as 
 its own, so a context that arrives after its call was cancelled is still seen and closed;
 closing is idempotent, bounded by `CLOSE_TIMEOUT`, and recorded on the lease. While any
 context is open, a watcher polls the leases of this process for close requests from
-elsewhere (conversation deletion, the cleanup job).
+elsewhere (conversation deletion, the cleanup job), and for wake requests of the contexts
+that paused browser tasks keep here (`wakers`, see `tools.browser_tasks.sessions`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,7 @@ from tools.web.leases import (
     PROCESS_HOLDER,
     browser_lease_closed,
     browser_leases_close_requested,
+    browser_leases_wake_take,
     holder_token,
 )
 
@@ -143,6 +146,8 @@ class BrowserPool:
         self._browser: Browser | None = None
         self._starting = asyncio.Lock()
         self.calls: dict[uuid.UUID, CallContext] = {}
+        # Called (on this loop) when someone asks to wake what a lease's context keeps.
+        self.wakers: dict[uuid.UUID, Callable[[], None]] = {}
         self._watcher: asyncio.Task[None] | None = None
 
     async def browser(self) -> Browser:
@@ -211,6 +216,7 @@ class BrowserPool:
             self._close_when_it_opens(call)
             return False
         self.calls.pop(call.lease_id, None)
+        self.wakers.pop(call.lease_id, None)
         return True
 
     def _close_when_it_opens(self, call: CallContext) -> None:
@@ -235,7 +241,18 @@ class BrowserPool:
                 logger.warning("could not read close requests of browser leases", exc_info=True)
                 continue
             for lease_id in wanted:
+                self.wakers.pop(lease_id, None)
                 self.close(lease_id)
+            if self.wakers:
+                try:
+                    woken = await db(browser_leases_wake_take)(lease_ids=list(self.wakers))
+                except Exception:
+                    logger.warning("could not read wake requests of browser leases", exc_info=True)
+                    continue
+                for lease_id in woken:
+                    waker = self.wakers.pop(lease_id, None)
+                    if waker is not None:
+                        waker()
 
     async def shutdown(self) -> None:
         """Close every context, the browser and Playwright (tests; a worker keeps its browser)."""

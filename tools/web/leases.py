@@ -7,6 +7,8 @@ lease row is how every other party asks and learns. The services here are the on
   confirmed (or the context's browser died with its process).
 - `browser_leases_request_close` (conversation deletion, the cleanup job) flags leases;
   the holder's watcher (`browser_leases_close_requested`) closes what is flagged.
+- `browser_lease_extend` moves a browser task's expiry; `browser_lease_wake_request` asks
+  the holder of a paused task's kept context to resume it there (the watcher again).
 - `browser_lease_cleanup_attempt` counts a failed cleanup; the third leaves the lease
   `cleanup_failed`, unresolved, and nobody retries it again.
 - `browser_leases_reconcile` (worker start, the sweep) closes the leases of processes of
@@ -121,6 +123,44 @@ def browser_leases_close_requested(*, lease_ids: list[uuid.UUID]) -> list[uuid.U
             id__in=lease_ids, holder=PROCESS_HOLDER, state=BrowserLeaseState.OPEN, close_requested_at__isnull=False
         ).values_list("id", flat=True)
     )
+
+
+def browser_lease_extend(*, lease_id: uuid.UUID, expires_at: datetime) -> bool:
+    """Move an open lease's expiry (a browser task's); False when it is no longer open."""
+    return BrowserLease.objects.filter(id=lease_id, state=BrowserLeaseState.OPEN).update(expires_at=expires_at) == 1
+
+
+def browser_lease_wake_request(*, lease_id: uuid.UUID) -> bool:
+    """Ask the holder of an open lease to wake what it keeps there; False when it is not open."""
+    return (
+        BrowserLease.objects.filter(id=lease_id, state=BrowserLeaseState.OPEN).update(wake_requested_at=timezone.now())
+        == 1
+    )
+
+
+def browser_leases_wake_take(*, lease_ids: list[uuid.UUID]) -> list[uuid.UUID]:
+    """Return which of this process's open leases someone asked to wake, clearing the requests."""
+    with transaction.atomic():
+        woken = list(
+            BrowserLease.objects.select_for_update()
+            .filter(
+                id__in=lease_ids,
+                holder=PROCESS_HOLDER,
+                state=BrowserLeaseState.OPEN,
+                wake_requested_at__isnull=False,
+                close_requested_at__isnull=True,
+            )
+            .values_list("id", flat=True)
+        )
+        if woken:
+            BrowserLease.objects.filter(id__in=woken).update(wake_requested_at=None)
+    return woken
+
+
+def browser_lease_holder(*, lease_id: uuid.UUID) -> tuple[str, str] | None:
+    """Return an existing lease's (state, holder), or None."""
+    row = BrowserLease.objects.filter(id=lease_id).values_list("state", "holder").first()
+    return (row[0], row[1]) if row is not None else None
 
 
 def browser_lease_cleanup_attempt(*, lease_id: uuid.UUID) -> str | None:

@@ -1,0 +1,80 @@
+"""Reads of browser tasks: a conversation's tasks and proposals, as the list endpoint returns them."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+
+from conversations.models import (
+    BrowserTask,
+    BrowserTaskProposal,
+    Conversation,
+    ConversationState,
+    CriticalPoint,
+    CriticalPointState,
+)
+from flarebot.core.times import iso
+
+
+def critical_point_json(point: CriticalPoint) -> dict[str, Any]:
+    return {
+        "critical_point_id": str(point.id),
+        "kind": point.kind,
+        "question": point.question,
+        "action": point.action,
+        "created_at": iso(point.created_at),
+    }
+
+
+def browser_task_json(task: BrowserTask, open_point: CriticalPoint | None) -> dict[str, Any]:
+    """The contract's task object (`proposal_id` and `summary` are additions)."""
+    return {
+        "task_id": str(task.id),
+        "proposal_id": str(task.proposal_id),
+        "status": task.status,
+        "goal": task.goal,
+        "start_url": task.start_url,
+        "restrictions": list(task.restrictions),
+        "open_critical_point": critical_point_json(open_point) if open_point is not None else None,
+        "summary": task.outcome_summary if task.finished_at is not None else None,
+        "created_at": iso(task.created_at),
+        "finished_at": iso(task.finished_at) if task.finished_at else None,
+    }
+
+
+def proposal_json(proposal: BrowserTaskProposal) -> dict[str, Any]:
+    return {
+        "proposal_id": str(proposal.id),
+        "status": proposal.state,
+        "goal": proposal.goal,
+        "start_url": proposal.start_url,
+        "restrictions": list(proposal.restrictions),
+        "created_at": iso(proposal.created_at),
+    }
+
+
+def browser_tasks_list(*, conversation_id: uuid.UUID) -> dict[str, Any] | None:
+    """Return a conversation's tasks, its proposals and the event high-water mark they match; None if unknown."""
+    with transaction.atomic():
+        # The writers append their events under this lock: the rows and the mark agree.
+        conversation = (
+            Conversation.objects.select_for_update()
+            .filter(id=conversation_id, state=ConversationState.ACTIVE)
+            .only("id", "last_sequence")
+            .first()
+        )
+        if conversation is None:
+            return None
+        tasks = list(BrowserTask.objects.filter(conversation_id=conversation_id).order_by("created_at", "id"))
+        points = {
+            point.task_id: point
+            for point in CriticalPoint.objects.filter(task__in=tasks, state=CriticalPointState.OPEN)
+        }
+        proposals = BrowserTaskProposal.objects.filter(conversation_id=conversation_id).order_by("created_at", "id")
+        return {
+            "tasks": [browser_task_json(task, points.get(task.id)) for task in tasks],
+            "proposals": [proposal_json(proposal) for proposal in proposals],
+            "last_sequence": conversation.last_sequence,
+        }

@@ -1,0 +1,238 @@
+"""Browser tasks on the chat page in real Chromium against the live stack.
+
+The chat model proposes, the owner starts from the readback card, answers the task's
+questions on its card, and signs in through the live view of the task's own page (a
+Chromium in the worker, reaching the fixture sites of this test process).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect
+
+from conversations.models import BrowserTask, CriticalPoint, Event, Message
+from tests.e2e.chat_support import anthropic_key, chat_page, live_owner, open_conversation, send
+from tests.e2e.conftest import screenshot
+from tests.support.browser_tasks import page_sent, step, task_requests
+from tests.support.fake_providers import Call, FakeProviders, Text
+from tests.support.live import LiveStack
+from tests.support.live_clients import OwnerClient
+from tests.support.web_fixtures import FIXTURE_PASSWORD, FixtureWeb, fixture_web_start
+from tools.browser_tasks.inputs import VIEWPORT
+
+__all__ = ["anthropic_key", "chat_page", "live_owner"]
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+TASK_MS = 60_000
+SNEAKY = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def web() -> Iterator[FixtureWeb]:
+    server = fixture_web_start()
+    server.reset()
+    yield server
+    server.reset()
+
+
+def propose(
+    page: Page, fake_providers: FakeProviders, *, goal: str, start_url: str, restrictions: list[str]
+) -> Locator:
+    """The owner asks; the chat model proposes; return the readback card."""
+    proposal = {"goal": goal, "start_url": start_url, "restrictions": restrictions}
+    fake_providers.script([Call("toolu_propose", "browser_task_propose", proposal)], [Text("Check and press Start.")])
+    send(page, "Please do this in the browser for me.")
+    card = page.locator(".task-card").last
+    expect(card).to_be_visible()
+    return card
+
+
+def open_point_id(timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        point = CriticalPoint.objects.filter(state="open").first()
+        if point is not None:
+            return str(point.id)
+        time.sleep(0.1)
+    raise AssertionError("no critical point opened")
+
+
+def test_the_readback_card_starts_the_task_and_the_question_card_answers_it(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, web: FixtureWeb
+) -> None:
+    page = chat_page
+    conversation_id = live_owner.create_conversation("Kettle")
+    open_conversation(page, conversation_id)
+
+    card = propose(
+        page,
+        fake_providers,
+        goal=f"Buy one blue kettle. {SNEAKY}",
+        start_url=web.url("/shop"),
+        restrictions=["At most 30 EUR.", f"No gift wrap {SNEAKY}"],
+    )
+
+    expect(card.locator(".task-goal")).to_have_text(f"Buy one blue kettle. {SNEAKY}")
+    expect(card.locator(".task-url")).to_have_text(web.url("/shop"))
+    expect(card.locator(".task-restrictions li")).to_have_text(["At most 30 EUR.", f"No gift wrap {SNEAKY}"])
+    expect(card.locator("img")).to_have_count(0)
+    expect(card.get_by_role("button", name="Dismiss")).to_be_visible()
+    assert not BrowserTask.objects.exists()
+    screenshot(page, "browser-task-readback")
+
+    fake_providers.script(step("click", element=1), step("click", element=2), step("click", element=1))
+    card.get_by_role("button", name="Start").click()
+
+    expect(card.locator(".task-question-text")).to_contain_text("Clicking 'Place order'", timeout=TASK_MS)
+    expect(card.locator(".task-held")).to_have_text(f"Held: Clicking 'Place order' on 127.0.0.1:{web.port}")
+    expect(card.locator(".task-state")).to_have_text("Waiting for your answer")
+    expect(card.get_by_role("button", name="Start")).to_have_count(0)
+    expect(page.locator("#stop")).to_be_visible()
+    assert web.orders == []
+    screenshot(page, "browser-task-question")
+
+    point_id = open_point_id()
+    fake_providers.script(
+        step("click", element=1, critical_point_id=point_id),
+        step("finish", outcome="completed", summary="The page confirmed order A-1001."),
+    )
+    card.get_by_label("Your answer").fill("Yes, place the order.")
+    card.get_by_role("button", name="Answer").click()
+
+    expect(card.locator(".task-outcome")).to_have_text("Completed: The page confirmed order A-1001.", timeout=TASK_MS)
+    expect(page.locator(".msg.assistant .md").last).to_have_text(
+        "Browser task completed. The page confirmed order A-1001."
+    )
+    expect(page.locator("#stop")).to_be_hidden()
+    assert web.orders == [["Blue kettle"]]
+    assert CriticalPoint.objects.get(id=point_id).response == "Yes, place the order."
+
+    page.reload()
+    card = page.locator(".task-card")
+    expect(card.locator(".task-outcome")).to_have_text("Completed: The page confirmed order A-1001.")
+    expect(card.locator(".task-goal")).to_have_text(f"Buy one blue kettle. {SNEAKY}")
+    expect(card.get_by_role("button", name="Start")).to_have_count(0)
+
+
+def test_a_newer_proposal_replaces_the_older_card_and_dismiss_is_final(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, web: FixtureWeb
+) -> None:
+    page = chat_page
+    conversation_id = live_owner.create_conversation("Two proposals")
+    open_conversation(page, conversation_id)
+    first = propose(page, fake_providers, goal="The first idea.", start_url=web.url("/shop"), restrictions=[])
+    expect(first.get_by_role("button", name="Start")).to_be_visible()
+
+    second = propose(page, fake_providers, goal="The better idea.", start_url=web.url("/shop"), restrictions=[])
+
+    expect(page.locator(".task-card")).to_have_count(2)
+    first = page.locator(".task-card").first
+    expect(first.locator(".task-state")).to_have_text("Replaced by a newer proposal")
+    expect(first.get_by_role("button", name="Start")).to_have_count(0)
+    second.get_by_role("button", name="Dismiss").click()
+    expect(second.locator(".task-state")).to_have_text("Dismissed")
+    expect(second.get_by_role("button", name="Start")).to_have_count(0)
+
+    page.reload()
+    expect(page.locator(".task-card .task-state")).to_have_text(["Replaced by a newer proposal", "Dismissed"])
+    assert not BrowserTask.objects.exists()
+
+
+def field_centres(browser: Browser, web: FixtureWeb) -> dict[str, tuple[float, float]]:
+    """Where the sign-in page's fields are in the task's viewport (the same page, the same size)."""
+    context = browser.new_context(viewport={"width": VIEWPORT["width"], "height": VIEWPORT["height"]})
+    try:
+        probe = context.new_page()
+        probe.goto(web.url("/signin"))
+        centres = {}
+        for name in ("username", "password"):
+            box = probe.locator(f"#{name}").bounding_box()
+            assert box is not None
+            centres[name] = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        return centres
+    finally:
+        context.close()
+
+
+def click_in_picture(page: Page, picture: Locator, at: tuple[float, float]) -> None:
+    box = picture.bounding_box()
+    assert box is not None
+    page.mouse.click(
+        box["x"] + at[0] * box["width"] / VIEWPORT["width"], box["y"] + at[1] * box["height"] / VIEWPORT["height"]
+    )
+
+
+def test_the_owner_signs_in_through_the_live_view_and_nothing_typed_is_kept(
+    chat_page: Page,
+    browser: Browser,
+    live_stack: LiveStack,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+    web: FixtureWeb,
+) -> None:
+    page = chat_page
+    centres = field_centres(browser, web)
+    conversation_id = live_owner.create_conversation("Sign in")
+    open_conversation(page, conversation_id)
+    card = propose(page, fake_providers, goal="Open my account page.", start_url=web.url("/signin"), restrictions=[])
+    fake_providers.script(step("request_sign_in", reason="The account page needs your sign-in."))
+    card.get_by_role("button", name="Start").click()
+
+    picture = card.locator(".task-live-image")
+    expect(picture).to_be_visible(timeout=TASK_MS)
+    expect(picture).to_have_attribute("src", re.compile(r"^data:image/jpeg;base64,"))
+    expect(card.locator(".task-question-text")).to_have_text("The account page needs your sign-in.")
+    screenshot(page, "browser-task-sign-in")
+    click_in_picture(page, picture, centres["username"])
+    page.keyboard.type("alice", delay=20)
+    click_in_picture(page, picture, centres["password"])
+    page.keyboard.type(FIXTURE_PASSWORD, delay=20)
+    page.keyboard.press("Enter")
+    deadline = time.monotonic() + 30
+    while web.sign_ins != ["alice"] and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert web.sign_ins == ["alice"]
+
+    fake_providers.script(step("finish", outcome="completed", summary="The page says: Signed in as alice."))
+    card.get_by_role("button", name="Continue after sign-in").click()
+
+    expect(card.locator(".task-outcome")).to_have_text("Completed: The page says: Signed in as alice.", timeout=TASK_MS)
+    expect(card.locator(".task-live")).to_have_count(0)
+    seen = page_sent(task_requests(fake_providers)[-1])
+    assert "Signed in as alice." in seen
+    stored = " ".join(
+        [
+            str(list(Event.objects.values_list("data", flat=True))),
+            str(list(Message.objects.values_list("parts", flat=True))),
+            str(list(BrowserTask.objects.values_list("steps", flat=True))),
+            str(list(CriticalPoint.objects.values_list("response", flat=True))),
+        ]
+    )
+    for place, text in [("the stored rows", stored), ("the logs", live_stack.logs())]:
+        assert FIXTURE_PASSWORD not in text, place
+    assert all(FIXTURE_PASSWORD not in str(r.body) for r in fake_providers.requests)
+
+
+def test_stop_cancels_a_running_task_and_the_card_says_so_from_its_outcome(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, web: FixtureWeb
+) -> None:
+    page = chat_page
+    conversation_id = live_owner.create_conversation("Stopped")
+    open_conversation(page, conversation_id)
+    card = propose(page, fake_providers, goal="Wait a while.", start_url=web.url("/shop"), restrictions=[])
+    fake_providers.script(step("wait", seconds=10), step("click", element=1))
+    card.get_by_role("button", name="Start").click()
+    expect(card.locator(".task-progress")).to_contain_text("Waiting 10 s", timeout=TASK_MS)
+
+    page.locator("#stop").click()
+
+    expect(card.locator(".task-outcome")).to_have_text("Cancelled: The owner cancelled the browser task.")
+    expect(card.locator(".task-state")).to_have_text("Cancelled")
+    expect(page.locator("#stop")).to_be_hidden()
+    assert web.cart == []

@@ -1,0 +1,238 @@
+"""A page as the task's model reads it: title, URL, visible text and the interactive elements, numbered.
+
+One fixed script runs in an isolated world of the main frame (the page's own scripts cannot
+reach it or change what it sees). It numbers the visible, enabled interactive elements in
+document order and keeps them in that world, so an action names an element by its number
+and the session finds exactly that node again (`ELEMENT_CENTER` and friends). What the
+model gets is `observation_text`: never the values of form fields, so nothing the owner
+typed (a password during a sign-in) ever reaches it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tools.web.extract import utf16_cut
+
+TEXT_MAX = 12_000
+ELEMENTS_MAX = 300
+NAME_MAX = 120
+
+# The one script that reads a page; it stores the numbered elements in its own world.
+OBSERVE = """(() => {
+  const SELECTOR = 'a[href], button, input, select, textarea, summary, [role=button], [role=link], ' +
+    '[role=checkbox], [role=radio], [role=menuitem], [role=tab], [role=switch], [role=option], ' +
+    '[role=combobox], [role=textbox], [contenteditable=""], [contenteditable=true]';
+  const squash = (t) => String(t || '').replace(/\\s+/g, ' ').trim();
+  const visible = (el) => {
+    const r = el.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0) return false;
+    const s = getComputedStyle(el);
+    return s.visibility !== 'hidden' && s.display !== 'none';
+  };
+  const INPUT_ROLES = {button: 'button', submit: 'button', reset: 'button', image: 'button', file: 'button',
+    checkbox: 'checkbox', radio: 'radio', range: 'slider', search: 'searchbox', number: 'spinbutton'};
+  const roleOf = (el, tag, type) => {
+    const explicit = el.getAttribute('role');
+    if (explicit) return explicit.trim().split(/\\s+/)[0].toLowerCase();
+    if (tag === 'a') return 'link';
+    if (tag === 'button' || tag === 'summary') return 'button';
+    if (tag === 'select') return el.multiple ? 'listbox' : 'combobox';
+    if (tag === 'textarea') return 'textbox';
+    if (tag === 'input') return INPUT_ROLES[type] || 'textbox';
+    return el.isContentEditable ? 'textbox' : 'button';
+  };
+  const nameOf = (el, tag, type) => {
+    const labelledby = el.getAttribute('aria-labelledby');
+    if (labelledby) {
+      const t = squash(labelledby.split(/\\s+/).map((id) => {
+        const n = document.getElementById(id);
+        return n ? n.textContent : '';
+      }).join(' '));
+      if (t) return t;
+    }
+    const aria = squash(el.getAttribute('aria-label'));
+    if (aria) return aria;
+    if (tag === 'input' && ['submit', 'button', 'reset'].includes(type)) {
+      return squash(el.value) || (type === 'submit' ? 'Submit' : type === 'reset' ? 'Reset' : '');
+    }
+    if (tag === 'input' && type === 'image') return squash(el.alt) || 'Submit';
+    if ((tag === 'input' || tag === 'select' || tag === 'textarea') && el.labels && el.labels.length) {
+      const t = squash(Array.from(el.labels).map((l) => l.textContent).join(' '));
+      if (t) return t;
+    }
+    if ((tag === 'input' || tag === 'textarea') && squash(el.placeholder)) return squash(el.placeholder);
+    if (tag !== 'input' && tag !== 'select' && tag !== 'textarea') {
+      const t = squash(el.innerText || el.textContent);
+      if (t) return t;
+      const img = el.querySelector('img[alt]');
+      if (img && squash(img.alt)) return squash(img.alt);
+    }
+    return squash(el.title) || squash(el.getAttribute('name')) || '';
+  };
+  const kept = [];
+  const elements = [];
+  for (const el of document.querySelectorAll(SELECTOR)) {
+    if (kept.length >= %(elements_max)d) break;
+    if (el.disabled || !visible(el)) continue;
+    const tag = el.tagName.toLowerCase();
+    const type = tag === 'input' ? (el.getAttribute('type') || 'text').toLowerCase()
+      : tag === 'button' ? (el.getAttribute('type') || 'submit').toLowerCase() : '';
+    if (tag === 'input' && type === 'hidden') continue;
+    const submit = !!el.form && ((tag === 'button' && type === 'submit') ||
+      (tag === 'input' && (type === 'submit' || type === 'image')));
+    kept.push(el);
+    elements.push({
+      role: roleOf(el, tag, type),
+      name: nameOf(el, tag, type).slice(0, 300),
+      tag,
+      type,
+      autocomplete: String(el.getAttribute('autocomplete') || '').toLowerCase().slice(0, 100),
+      field: squash(el.getAttribute('name') || el.id || '').slice(0, 100),
+      submit,
+      options: tag === 'select'
+        ? Array.from(el.options).slice(0, 100).map((o) => squash(o.textContent).slice(0, 100)) : [],
+    });
+  }
+  globalThis.__flarebotElements = kept;
+  const body = document.body;
+  return {
+    title: String(document.title || '').slice(0, 300),
+    url: String(location.href),
+    text: String(body ? body.innerText : '').slice(0, %(text_max)d),
+    elements,
+  };
+})()""" % {"elements_max": ELEMENTS_MAX, "text_max": TEXT_MAX + 2}  # noqa: UP031 (JavaScript braces)
+
+# Scroll element N (1-based) into view and return its centre in viewport pixels, or null.
+ELEMENT_CENTER = """((n) => {
+  const el = (globalThis.__flarebotElements || [])[n - 1];
+  if (!el || !el.isConnected) return null;
+  el.scrollIntoView({block: 'center', inline: 'center'});
+  const r = el.getBoundingClientRect();
+  if (r.width <= 0 || r.height <= 0) return null;
+  return [r.left + r.width / 2, r.top + r.height / 2];
+})"""
+
+# Focus element N and empty it, ready for typing; false when it is gone or not a text field.
+ELEMENT_FOCUS_EMPTY = """((n) => {
+  const el = (globalThis.__flarebotElements || [])[n - 1];
+  if (!el || !el.isConnected) return false;
+  el.scrollIntoView({block: 'center'});
+  el.focus();
+  if ('value' in el && typeof el.select === 'function') {
+    el.select();
+  } else if (el.isContentEditable) {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const selection = getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+  } else {
+    return false;
+  }
+  return document.activeElement === el;
+})"""
+
+# Choose the option of select element N whose text (or value) is `option`; the chosen text or null.
+ELEMENT_SELECT = """((n, option) => {
+  const el = (globalThis.__flarebotElements || [])[n - 1];
+  if (!el || !el.isConnected || el.tagName !== 'SELECT') return null;
+  const want = String(option).replace(/\\s+/g, ' ').trim().toLowerCase();
+  const found = Array.from(el.options).find((o) =>
+    o.textContent.replace(/\\s+/g, ' ').trim().toLowerCase() === want || o.value.toLowerCase() === want);
+  if (!found) return null;
+  el.value = found.value;
+  el.dispatchEvent(new Event('input', {bubbles: true}));
+  el.dispatchEvent(new Event('change', {bubbles: true}));
+  return found.textContent.replace(/\\s+/g, ' ').trim();
+})"""
+
+
+@dataclass(frozen=True)
+class Element:
+    number: int
+    role: str
+    name: str
+    tag: str
+    type: str
+    autocomplete: str
+    field: str
+    submit: bool
+    options: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "role": self.role,
+            "name": self.name,
+            "tag": self.tag,
+            "type": self.type,
+            "autocomplete": self.autocomplete,
+            "field": self.field,
+            "submit": self.submit,
+        }
+
+
+@dataclass(frozen=True)
+class Observation:
+    title: str
+    url: str
+    text: str
+    text_cut: bool
+    elements: list[Element]
+
+    def element(self, number: int) -> Element | None:
+        return self.elements[number - 1] if 1 <= number <= len(self.elements) else None
+
+
+def _clean(value: Any, limit: int) -> str:
+    text = " ".join(str(value or "").split())
+    text = "".join(ch for ch in text if ch.isprintable())
+    return text[:limit]
+
+
+def observation_from(raw: Any) -> Observation | None:
+    """Build an Observation from what OBSERVE returned (None when it returned nothing usable)."""
+    if not isinstance(raw, dict):
+        return None
+    elements = []
+    for index, item in enumerate(raw.get("elements") or [], start=1):
+        if not isinstance(item, dict):
+            continue
+        elements.append(
+            Element(
+                number=index,
+                role=_clean(item.get("role"), 40) or "button",
+                name=_clean(item.get("name"), NAME_MAX),
+                tag=_clean(item.get("tag"), 20),
+                type=_clean(item.get("type"), 30),
+                autocomplete=_clean(item.get("autocomplete"), 100),
+                field=_clean(item.get("field"), 100),
+                submit=bool(item.get("submit")),
+                options=tuple(_clean(o, 100) for o in (item.get("options") or [])[:100]),
+            )
+        )
+    text, cut = utf16_cut(_without_lone_surrogates(str(raw.get("text") or "")).strip(), TEXT_MAX)
+    return Observation(
+        title=_clean(_without_lone_surrogates(str(raw.get("title") or "")), 300),
+        url=str(raw.get("url") or "")[:2048],
+        text=text,
+        text_cut=cut,
+        elements=elements,
+    )
+
+
+def observation_text(observation: Observation) -> str:
+    """The page as the model reads it: title, URL, visible text and `[N] role "name"` lines."""
+    lines = [f"Title: {observation.title}", f"URL: {observation.url}", "", "Visible text:", observation.text]
+    if observation.text_cut:
+        lines.append(f"(cut at {TEXT_MAX:,} characters)")
+    lines += ["", "Interactive elements:"]
+    lines += [f'[{e.number}] {e.role} "{e.name}"' for e in observation.elements] or ["(none)"]
+    return "\n".join(lines)
+
+
+def _without_lone_surrogates(text: str) -> str:
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").replace("\ufffd", "")

@@ -1,0 +1,273 @@
+"""One browser task's Chromium context: opened under a lease, acted on step by step, kept while it waits.
+
+A session lives in the warm browser of its worker process (`tools.web.browser`), with the
+same policy proxy, route checks, blocked service workers and downloads, and closed
+pop-ups as browser_read. Its lease row is recorded before the context opens, with the
+task's id as `turn_id`; `BrowserPool.close` closes it, however often asked.
+
+Every action has its own deadline (`ACTION_TIMEOUT`). Actions name elements by the number
+the last `observe()` gave them; a page that changed since then is reported, never guessed.
+What the owner does through the live view (`input_*`) goes straight to the page and is
+never recorded here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+from playwright.async_api import BrowserContext, CDPSession, Page, Route
+from playwright.async_api import Error as PlaywrightError
+
+from flarebot.core.database import db
+from tools.browser_tasks.inputs import VIEWPORT
+from tools.browser_tasks.page import (
+    ELEMENT_CENTER,
+    ELEMENT_FOCUS_EMPTY,
+    ELEMENT_SELECT,
+    OBSERVE,
+    Observation,
+    observation_from,
+)
+from tools.network.policy import Refused, url_check
+from tools.network.resolver import addresses_checked
+from tools.web.browser import CLOSE_TIMEOUT, CallContext, browser_pool
+from tools.web.leases import browser_lease_extend, browser_lease_open
+
+logger = logging.getLogger(__name__)
+
+ACTION_TIMEOUT = 30.0  # seconds for one action, its page load included
+SETTLE = 0.5  # after a click, how long to let the page react before waiting for its load
+SCROLL_PIXELS = 700
+LEASE_TOOL_CALL_ID = "browser_task"
+# How long a running task's context lease lasts without a renewal (the task's heartbeat renews it).
+RUNNING_LEASE = timedelta(minutes=2)
+
+
+class ActionFailed(Exception):
+    """An action could not be done; `message` is safe for the model and the owner."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message[:500]
+        super().__init__(self.message)
+
+
+@dataclass
+class BrowserSession:
+    """A task's context, page and the numbered elements of its last observation."""
+
+    task_id: uuid.UUID
+    conversation_id: uuid.UUID
+    lease_id: uuid.UUID
+    context: BrowserContext
+    page: Page
+    cdp: CDPSession
+    observation: Observation | None = None
+    _world: int | None = None  # the isolated world the last observation numbered elements in
+    _refusals: list[str] = field(default_factory=list)
+
+    @property
+    def closed(self) -> bool:
+        call = browser_pool().calls.get(self.lease_id)
+        return call is None or call.closing is not None
+
+    async def observe(self) -> Observation:
+        """Read the page (waiting briefly for it to load) and number its elements."""
+        with contextlib.suppress(PlaywrightError):  # a page that never finishes loading is read as it is
+            await self.page.wait_for_load_state("load", timeout=ACTION_TIMEOUT * 1000)
+        tree = await self.cdp.send("Page.getFrameTree")
+        world = await self.cdp.send(
+            "Page.createIsolatedWorld", {"frameId": tree["frameTree"]["frame"]["id"], "worldName": "flarebot-task"}
+        )
+        answer = await self.cdp.send(
+            "Runtime.evaluate",
+            {"expression": OBSERVE, "contextId": world["executionContextId"], "returnByValue": True},
+        )
+        observation = observation_from(answer.get("result", {}).get("value"))
+        if observation is None:
+            raise ActionFailed("The page could not be read.")
+        self.observation = observation
+        self._world = world["executionContextId"]
+        return observation
+
+    async def _call(self, function: str, *arguments: Any) -> Any:
+        if self._world is None:
+            raise ActionFailed("Read the page before acting on its elements.")
+        try:
+            answer = await self.cdp.send(
+                "Runtime.callFunctionOn",
+                {
+                    "functionDeclaration": function,
+                    "executionContextId": self._world,
+                    "arguments": [{"value": a} for a in arguments],
+                    "returnByValue": True,
+                },
+            )
+        except PlaywrightError:
+            raise ActionFailed("The page changed since it was read; read it again.") from None
+        if "exceptionDetails" in answer:
+            raise ActionFailed("The element could not be used.")
+        return answer.get("result", {}).get("value")
+
+    async def go_to(self, url: str) -> None:
+        """Load a URL the network policy accepts."""
+        try:
+            await addresses_checked(url_check(url))
+        except Refused as refused:
+            raise ActionFailed(f"The address was refused by the network policy: {refused.message}") from None
+        self._world = None
+        try:
+            response = await self.page.goto(url, wait_until="load", timeout=ACTION_TIMEOUT * 1000)
+        except PlaywrightError:
+            raise ActionFailed(self._navigation_problem()) from None
+        if response is not None and await response.header_value("x-flarebot-refused"):
+            raise ActionFailed("The page or a redirect was refused by the network policy.")
+
+    async def click(self, number: int) -> None:
+        center = await self._call(ELEMENT_CENTER, number)
+        if not isinstance(center, list) or len(center) != 2:
+            raise ActionFailed(f"Element {number} is no longer on the page; read it again.")
+        await self.page.mouse.click(float(center[0]), float(center[1]))
+        self._world = None
+        await self._settle()
+
+    async def type(self, number: int, text: str) -> None:
+        if not await self._call(ELEMENT_FOCUS_EMPTY, number):
+            raise ActionFailed(f"Element {number} is not a text field that can be typed into.")
+        await self.page.keyboard.press("Delete")
+        await self.page.keyboard.insert_text(text)
+
+    async def select(self, number: int, option: str) -> str:
+        chosen = await self._call(ELEMENT_SELECT, number, option)
+        if not isinstance(chosen, str):
+            element = self.observation.element(number) if self.observation else None
+            offered = ", ".join(element.options[:30]) if element and element.options else "none"
+            raise ActionFailed(f"Element {number} has no option {option[:100]!r}. Its options: {offered}.")
+        await self._settle()
+        return chosen
+
+    async def scroll(self, direction: str) -> None:
+        await self.page.mouse.wheel(0, SCROLL_PIXELS if direction == "down" else -SCROLL_PIXELS)
+        await asyncio.sleep(0.3)
+
+    async def _settle(self) -> None:
+        await asyncio.sleep(SETTLE)
+        with contextlib.suppress(PlaywrightError):
+            await self.page.wait_for_load_state("load", timeout=ACTION_TIMEOUT * 1000)
+
+    def _navigation_problem(self) -> str:
+        if self._refusals:
+            return f"The page or a redirect was refused by the network policy: {self._refusals[-1]}"
+        return "The page could not be loaded (the site could not be reached or broke off)."
+
+    async def storage_state(self) -> dict[str, Any]:
+        """The context's cookies and local storage, for a checkpoint (a secret: seal it)."""
+        return dict(await self.context.storage_state())
+
+    async def screenshot(self) -> bytes:
+        """A JPEG of what the page shows now, for the owner's live view."""
+        return await self.page.screenshot(type="jpeg", quality=60, timeout=5_000)
+
+    # The owner's own input during a sign-in handoff: straight to the page, never recorded.
+
+    async def input_click(self, x: float, y: float) -> None:
+        await self.page.mouse.click(x, y)
+
+    async def input_key(self, key: str) -> None:
+        await self.page.keyboard.press(key)
+
+    async def input_text(self, text: str) -> None:
+        await self.page.keyboard.insert_text(text)
+
+    async def input_scroll(self, delta_y: float) -> None:
+        await self.page.mouse.wheel(0, delta_y)
+
+    def close(self) -> asyncio.Future[bool]:
+        """Close the context (once); True when closure is confirmed."""
+        return browser_pool().close(self.lease_id)
+
+
+async def session_open(
+    *, task_id: uuid.UUID, conversation_id: uuid.UUID, storage_state: dict[str, Any] | None
+) -> BrowserSession:
+    """Open a task's context under a fresh lease (restoring a checkpoint's storage state if given)."""
+    pool = browser_pool()
+    lease_id = await db(browser_lease_open)(
+        conversation_id=conversation_id,
+        turn_id=task_id,
+        tool_call_id=LEASE_TOOL_CALL_ID,
+        expires_at=timezone.now() + RUNNING_LEASE,
+    )
+    call = CallContext(lease_id, conversation_id, task_id, LEASE_TOOL_CALL_ID)
+    pool.track(call)
+    try:
+        browser = await pool.browser()
+        options: dict[str, Any] = {
+            "accept_downloads": False,
+            "service_workers": "block",
+            "java_script_enabled": True,
+            "viewport": VIEWPORT,
+            "locale": "en-US",
+        }
+        if storage_state is not None:
+            options["storage_state"] = storage_state
+        context = await asyncio.shield(pool.open(call, browser, **options))
+        refusals: list[str] = []
+
+        async def route(route: Route) -> None:
+            request_url = route.request.url
+            try:
+                url_check(request_url)
+            except Refused as refused:
+                if request_url.partition(":")[0].lower() in ("http", "https"):
+                    refusals.append(refused.message)
+                await route.abort("blockedbyclient")
+                return
+            await route.continue_()
+
+        await context.route("**/*", route)
+        context.set_default_timeout((ACTION_TIMEOUT + CLOSE_TIMEOUT) * 1000)
+        page = await context.new_page()
+        context.on("page", lambda extra: _close_extra(extra, page))
+        cdp = await context.new_cdp_session(page)
+    except BaseException:
+        await asyncio.shield(pool.close(lease_id))
+        raise
+    session = BrowserSession(task_id, conversation_id, lease_id, context, page, cdp)
+    session._refusals = refusals
+    return session
+
+
+async def session_lease_extend(session: BrowserSession, *, seconds: float) -> None:
+    """Let the session's lease last `seconds` more (a running task's heartbeat, a kept context)."""
+    await db(browser_lease_extend)(lease_id=session.lease_id, expires_at=timezone.now() + timedelta(seconds=seconds))
+
+
+_closing_pages: set[asyncio.Future[None]] = set()
+
+
+def _close_extra(extra: Page, main: Page) -> None:
+    """Pop-ups and other pages of the context are closed at once."""
+    if extra is not main:
+        task = asyncio.ensure_future(extra.close())
+        _closing_pages.add(task)
+        task.add_done_callback(_closing_pages.discard)
+
+
+async def owner_input_apply(session: BrowserSession, data: dict[str, Any]) -> None:
+    """Apply one checked input of the owner to the page (never recorded)."""
+    kind = data["kind"]
+    if kind == "click":
+        await session.input_click(float(data["x"]), float(data["y"]))
+    elif kind == "key":
+        await session.input_key(data["key"])
+    elif kind == "text":
+        await session.input_text(data["text"])
+    elif kind == "scroll":
+        await session.input_scroll(float(data["delta_y"]))
