@@ -104,9 +104,8 @@ def main() -> None:
             f"round {i}: fresh worker ready {r['worker_ready_s']:.1f} s, turn continued {r['continued_s']:.1f} s,"
             f" ended {r['ended_s']:.1f} s after the kill"
         )
-    print(
-        f"continued after the kill: median {statistics.median(continued):.1f} s, max {max(continued):.1f} s (target 40 s)"
-    )
+    median = statistics.median(continued)
+    print(f"continued after the kill: median {median:.1f} s, max {max(continued):.1f} s (target 40 s)")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(summary, indent=2))
 
