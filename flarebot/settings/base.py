@@ -202,6 +202,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 5.0,
         "options": {"expires": 5.0},
     },
+    "tasks-reconcile": {
+        # Scheduled tasks: fires, dispatches and run projections that a lost message or a
+        # crash left behind, and schedules missing from beat (tasks.runs.tasks_reconcile).
+        "task": "tasks.jobs.tasks_reconcile",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
+    },
     "conversations-finish-deletions": {
         "task": "conversations.jobs.conversation_finish_deletions",
         "schedule": 300.0,

@@ -1,0 +1,51 @@
+"""Celery jobs of the tasks app: thin wrappers that parse ids and call services (queue `default`)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime
+
+from celery import shared_task
+
+from tasks import runs
+
+logger = logging.getLogger(__name__)
+
+RETRY_SECONDS = 2
+
+
+@shared_task(name="tasks.jobs.task_fire")
+def task_fire(task_id: str, version: int, intended_at: str) -> None:
+    """Beat fired a task's armed occurrence: record its run, arm the next, and dispatch the run."""
+    at = datetime.strptime(intended_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    run_id = runs.task_fire(task_id=uuid.UUID(task_id), version=int(version), intended_at=at)
+    if run_id is not None:
+        run_dispatch_or_retry(run_id)
+
+
+def run_dispatch_or_retry(run_id: uuid.UUID) -> None:
+    """Dispatch a run now; if that fails, leave it to the dispatch job's further tries."""
+    try:
+        runs.run_dispatch(run_id=run_id)
+    except Exception:
+        logger.warning("dispatch of task run %s failed; trying again", run_id, exc_info=True)
+        task_run_dispatch.apply_async(args=(str(run_id),), kwargs={"attempt": 2}, countdown=RETRY_SECONDS)
+
+
+@shared_task(name="tasks.jobs.task_run_dispatch")
+def task_run_dispatch(run_id: str, attempt: int = 1) -> None:
+    """Try a run's dispatch again (at most DISPATCH_TRIES in all; reconciliation may add one)."""
+    try:
+        runs.run_dispatch(run_id=uuid.UUID(run_id))
+    except Exception:
+        if attempt >= runs.DISPATCH_TRIES:
+            logger.warning("dispatch of task run %s failed %d times; reconciliation may try once more", run_id, attempt)
+            return
+        task_run_dispatch.apply_async(args=(run_id,), kwargs={"attempt": attempt + 1}, countdown=RETRY_SECONDS)
+
+
+@shared_task(name="tasks.jobs.tasks_reconcile")
+def tasks_reconcile() -> None:
+    """Repair lost fires, dispatches, projections and schedules."""
+    runs.tasks_reconcile()
