@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pytest
 
@@ -95,7 +95,9 @@ def test_it_fires_when_either_restricted_day_field_matches() -> None:
 
 
 def test_it_counts_the_occurrences_between_two_instants() -> None:
-    tail, count = occurrences_between(cron("*/10 * * * *"), first=at("2026-01-01T00:00:00Z"), until=at("2026-01-01T01:05:00Z"))
+    tail, count = occurrences_between(
+        cron("*/10 * * * *"), first=at("2026-01-01T00:00:00Z"), until=at("2026-01-01T01:05:00Z")
+    )
     assert count == 7
     assert tail == [at("2026-01-01T00:50:00Z"), at("2026-01-01T01:00:00Z")]
 
