@@ -1,9 +1,10 @@
-// The settings page: model and provider keys, the agent's instructions, and its memory.
+// The settings page: model and provider keys, the agent's instructions, its memory and its tasks.
 // Everything is loaded from and saved through /api/settings/ and /api/memories/ (see
 // PROTOCOL.md); the page itself carries no private data. Stored keys are never shown: only
-// "Configured"/"Missing". The Memory section is its own module (memory.js).
+// "Configured"/"Missing". The Memory and Tasks sections are modules of their own (memory.js, tasks.js).
 import { ApiError, api as request } from "./api.js";
 import { memorySection } from "./memory.js";
+import { tasksSection } from "./tasks.js";
 
 (function () {
   // Limits come from the server (the template), never repeated here.
@@ -225,16 +226,18 @@ import { memorySection } from "./memory.js";
   // ---- Loading -------------------------------------------------------------------
 
   const memory = memorySection();
+  const tasks = tasksSection();
 
   async function load() {
     const pageStatus = byId("page-status");
-    const [catalogView, settings, instructions, facts] = await Promise.allSettled([
+    const [catalogView, settings, instructions, facts, taskList] = await Promise.allSettled([
       api("GET", "/api/settings/model/catalog/"),
       api("GET", "/api/settings/model/"),
       api("GET", "/api/settings/instructions/"),
       memory.load(),
+      tasks.load(),
     ]);
-    const failures = [catalogView, settings, instructions, facts].filter((r) => r.status === "rejected");
+    const failures = [catalogView, settings, instructions, facts, taskList].filter((r) => r.status === "rejected");
     if (catalogView.status === "fulfilled" && settings.status === "fulfilled") {
       catalog = catalogView.value.providers;
       showSettings(settings.value);
