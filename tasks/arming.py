@@ -1,31 +1,49 @@
-"""What beat holds for each task: one clocked, one-off `PeriodicTask` at its next occurrence.
+"""What beat holds for each task: one `PeriodicTask` with its own `ClockedSchedule` at the next occurrence.
 
-Arming replaces the task's row pair (a new `PeriodicTask` under the same name, with a new
-`ClockedSchedule`) rather than editing it: beat writes its own bookkeeping (run count,
-last run) back to the row it fired and disables a one-off that ran, which would undo an
-edit made to that same row. Saving or deleting a `PeriodicTask` marks beat's schedule as
-changed (django-celery-beat's signals), and beat reloads it on its next tick (at most 5 s).
+The pair is made once per task and kept: arming moves the clocked time (and enables the
+row), disarming disables it. Beat is never given a row to lose under it, because of how
+django-celery-beat's DatabaseScheduler works:
+
+- it reads the enabled rows, then their schedules in a second query, so a
+  `ClockedSchedule` deleted between the two leaves a row without a schedule, and beat
+  stops; schedules are therefore only deleted (by reconciliation) long after their row
+  was disabled;
+- it writes its bookkeeping (run count, last run) back to the row it fired by saving the
+  whole row, and it disables a fired one-off (`one_off`) on its next look: an edit of that
+  row can be undone, and a re-armed one-off would be disabled. So the row is not
+  `one_off`, carries only the task's id, and what changes on each arm is the
+  `ClockedSchedule`, which beat never writes.
+
+A clocked row that is not `one_off` is due again whenever beat reloads its schedule while
+the clocked time is past, so a fire can come more than once: `runs.task_fire` takes only
+the occurrence the task is armed at, once. Rows are changed with `update()` (no model
+signals), so each change marks beat's schedule as changed itself (`PeriodicTasks`); beat
+reloads on its next tick, at most 5 s later.
 
 A write that fails leaves the task with `scheduling_error` set and `armed_at` kept, so
-reconciliation can arm it again from the task.
+reconciliation can arm it again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import DatabaseError, transaction
-from django_celery_beat.models import ClockedSchedule, PeriodicTask
+from django.utils import timezone
+from django_celery_beat.models import ClockedSchedule, PeriodicTask, PeriodicTasks
 
 from tasks.models import ScheduleKind, Task, TaskState
-from tasks.schedule import Schedule, instant_text, occurrences
+from tasks.schedule import Schedule, occurrences
 
 logger = logging.getLogger(__name__)
 
 FIRE_JOB = "tasks.jobs.task_fire"
 SCHEDULE_UNAVAILABLE = "schedule_unavailable"
+# How long a disabled row of a deleted task stays before its pair is removed: beat's two
+# reads of its schedule are long over by then.
+RETIRED_AFTER = timedelta(minutes=2)
 
 
 def task_schedule(task: Task) -> Schedule:
@@ -48,31 +66,33 @@ def next_occurrence(task: Task, *, after: datetime) -> datetime | None:
     return next(occurrences(task_schedule(task), after=after), None)
 
 
+def _changed() -> None:
+    PeriodicTasks.update_changed()
+
+
 def schedule_disarm(task: Task) -> None:
-    """Remove what beat holds for a task (inside the caller's transaction)."""
-    stale = PeriodicTask.objects.filter(name=periodic_name(task.id)).select_related("clocked").first()
-    if stale is not None:
-        clocked = stale.clocked
-        stale.delete()
-        if clocked is not None:
-            clocked.delete()
-    task.periodic_task = None
+    """Stop beat firing a task (inside the caller's transaction); the caller saves the task."""
+    if task.periodic_task_id is not None:
+        PeriodicTask.objects.filter(id=task.periodic_task_id, enabled=True).update(
+            enabled=False, date_changed=timezone.now()
+        )
+        _changed()
     task.armed_at = None
     task.scheduling_error = ""
 
 
 def schedule_arm(task: Task, *, after: datetime) -> None:
-    """Arm a locked task at its next occurrence after `after` (or nothing); the caller saves the task."""
-    schedule_disarm(task)
+    """Arm a locked task at its next occurrence after `after` (or disarm it); the caller saves the task."""
     at = next_occurrence(task, after=after)
-    if at is not None:
-        _write(task, at)
+    if at is None:
+        schedule_disarm(task)
+        return
+    _write(task, at)
 
 
 def schedule_rearm(task: Task, *, now: datetime) -> None:
-    """Give beat back a task's schedule that went missing: the occurrence it was armed at, or the next one."""
+    """Give beat back what it should hold for a task: the occurrence it was armed at, or the next one."""
     at = task.armed_at
-    schedule_disarm(task)
     if at is None or next_occurrence(task, after=now) is None:
         schedule_arm(task, after=now)
     else:
@@ -81,17 +101,45 @@ def schedule_rearm(task: Task, *, now: datetime) -> None:
 
 def _write(task: Task, at: datetime) -> None:
     task.armed_at = at
+    task.scheduling_error = ""
     try:
         with transaction.atomic():
-            clocked = ClockedSchedule.objects.create(clocked_time=at)
-            task.periodic_task = PeriodicTask.objects.create(
-                name=periodic_name(task.id),
-                task=FIRE_JOB,
-                clocked=clocked,
-                one_off=True,
-                kwargs=json.dumps({"task_id": str(task.id), "version": task.version, "intended_at": instant_text(at)}),
-                description="A Flarebot scheduled task's next occurrence (managed by Flarebot; edit the task instead).",
-            )
+            periodic = PeriodicTask.objects.filter(id=task.periodic_task_id).first() if task.periodic_task_id else None
+            if periodic is None or periodic.clocked_id is None:
+                clocked = ClockedSchedule.objects.create(clocked_time=at)
+                PeriodicTask.objects.filter(name=periodic_name(task.id)).delete()  # a row left without its task
+                periodic = PeriodicTask.objects.create(
+                    name=periodic_name(task.id),
+                    task=FIRE_JOB,
+                    clocked=clocked,
+                    one_off=True,  # its save() insists on it for a clocked row...
+                    kwargs=json.dumps({"task_id": str(task.id)}),
+                    description="A Flarebot scheduled task's next occurrence; managed by Flarebot (edit the task).",
+                )
+                # ...and beat would disable the row after its first fire (see the docstring).
+                PeriodicTask.objects.filter(id=periodic.id).update(one_off=False)
+                task.periodic_task = periodic
+            else:
+                ClockedSchedule.objects.filter(id=periodic.clocked_id).update(clocked_time=at)
+                PeriodicTask.objects.filter(id=periodic.id).update(enabled=True, date_changed=timezone.now())
+                _changed()
     except DatabaseError:
         logger.warning("could not arm the schedule of task %s", task.id, exc_info=True)
         task.scheduling_error = SCHEDULE_UNAVAILABLE
+
+
+def schedules_retire() -> int:
+    """Remove the beat rows of deleted tasks once beat can no longer be reading them; return how many."""
+    retired = PeriodicTask.objects.filter(
+        name__startswith="flarebot task ", enabled=False, date_changed__lt=timezone.now() - RETIRED_AFTER
+    ).exclude(flarebot_task__state=TaskState.ACTIVE)
+    count = 0
+    for periodic in list(retired.select_related("clocked")[:200]):
+        with transaction.atomic():
+            clocked_id = periodic.clocked_id
+            Task.objects.filter(periodic_task_id=periodic.id).update(periodic_task=None)
+            PeriodicTask.objects.filter(id=periodic.id, enabled=False).delete()
+            if clocked_id is not None and not PeriodicTask.objects.filter(clocked_id=clocked_id).exists():
+                ClockedSchedule.objects.filter(id=clocked_id).delete()
+            count += 1
+    return count

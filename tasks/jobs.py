@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime
 
 from celery import shared_task
 
@@ -16,10 +15,9 @@ RETRY_SECONDS = 2
 
 
 @shared_task(name="tasks.jobs.task_fire")
-def task_fire(task_id: str, version: int, intended_at: str) -> None:
-    """Beat fired a task's armed occurrence: record its run, arm the next, and dispatch the run."""
-    at = datetime.strptime(intended_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    run_id = runs.task_fire(task_id=uuid.UUID(task_id), version=int(version), intended_at=at)
+def task_fire(task_id: str) -> None:
+    """Beat fired a task's row: take its armed occurrence if due, arm the next, and dispatch the run."""
+    run_id = runs.task_fire(task_id=uuid.UUID(task_id))
     if run_id is not None:
         run_dispatch_or_retry(run_id)
 

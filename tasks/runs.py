@@ -23,13 +23,14 @@ from datetime import datetime, timedelta
 
 from celery import current_app
 from django.db import transaction
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from conversations.eventlog import EventFrame, events_append, events_publish_sync
 from conversations.models import Conversation, ConversationState, Turn
 from conversations.turns import turn_cancel_one, turn_submit
 from flarebot.core.errors import NotFound
-from tasks.arming import schedule_arm, schedule_rearm, task_schedule
+from tasks.arming import schedule_arm, schedule_disarm, schedule_rearm, schedules_retire, task_schedule
 from tasks.errors import TaskNotFound
 from tasks.events import task_run_updated
 from tasks.models import UNFINISHED_RUN_STATUSES, RunSource, RunStatus, ScheduleKind, Task, TaskRun, TaskState
@@ -39,6 +40,8 @@ from tasks.selectors import TURN_TO_RUN, run_view, status_after
 logger = logging.getLogger(__name__)
 
 GRACE = timedelta(minutes=5)  # how late an occurrence may still run
+# A fire this much before its occurrence is taken (beat's clock may run ahead of a worker's).
+EARLY = timedelta(seconds=5)
 DISPATCH_TRIES = 3  # tries of the fire's dispatch job; reconciliation may add one more
 RECOVERY_AFTER = timedelta(seconds=10)  # a run still without its turn this long gets reconciliation's try
 LOST_FIRE_AFTER = timedelta(seconds=60)  # an armed occurrence this far past whose fire never came
@@ -97,24 +100,29 @@ def _conversation_active(conversation_id: uuid.UUID | None) -> bool:
     return Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists()
 
 
-def task_fire(*, task_id: uuid.UUID, version: int, intended_at: datetime) -> uuid.UUID | None:
+def task_fire(*, task_id: uuid.UUID, intended_at: datetime | None = None) -> uuid.UUID | None:
     """Take a fire of the occurrence a task is armed at; return the run to dispatch, if one is to run.
 
-    Anything but the armed occurrence of the current version of an active, enabled task is
-    stale and changes nothing. The next occurrence is armed in the same transaction.
+    Only an active, enabled task of an active conversation whose armed occurrence is due
+    (or `intended_at`, when given) is taken, once: the claim moves `armed_at` on, so a
+    duplicate or stale fire changes nothing. The next occurrence is armed in the same
+    transaction. The occurrence's identity is the task, its version and the instant.
     """
     with transaction.atomic():
         task = Task.objects.select_for_update().filter(id=task_id).first()
+        now = timezone.now()
         if (
             task is None
             or task.state != TaskState.ACTIVE
             or not task.enabled
-            or task.version != version
-            or task.armed_at != intended_at
+            or task.armed_at is None
+            or task.armed_at > now + EARLY
+            or (intended_at is not None and task.armed_at != intended_at)
             or not _conversation_active(task.conversation_id)
         ):
             return None
-        now = timezone.now()
+        intended_at = task.armed_at
+        version = task.version
         to_run: datetime | None = intended_at
         missed = 0
         if task.schedule_kind == ScheduleKind.ONCE:
@@ -284,7 +292,7 @@ def runs_cancel_unfinished(*, task: Task) -> None:
 def tasks_reconcile() -> dict[str, int]:
     """Repair what a lost message or a crash left: projections, dispatches, fires and schedules."""
     now = timezone.now()
-    done = {"projected": 0, "dispatched": 0, "failed": 0, "fired": 0, "rearmed": 0}
+    done = {"projected": 0, "dispatched": 0, "failed": 0, "fired": 0, "rearmed": 0, "retired": 0}
     unfinished = list(
         TaskRun.objects.filter(status__in=UNFINISHED_RUN_STATUSES).order_by("created_at")[:RECONCILE_BATCH]
     )
@@ -311,24 +319,39 @@ def tasks_reconcile() -> dict[str, int]:
                 done["failed"] += 1
     overdue = Task.objects.filter(
         state=TaskState.ACTIVE, enabled=True, armed_at__lte=now - LOST_FIRE_AFTER
-    ).values_list("id", "version", "armed_at")[:RECONCILE_BATCH]
-    for task_id, version, armed_at in list(overdue):
-        assert armed_at is not None
-        run_id = task_fire(task_id=task_id, version=version, intended_at=armed_at)
+    ).values_list("id", "armed_at")[:RECONCILE_BATCH]
+    for task_id, armed_at in list(overdue):
+        run_id = task_fire(task_id=task_id, intended_at=armed_at)
         done["fired"] += 1
         if run_id is not None:
             try:
                 run_dispatch(run_id=run_id)
             except Exception:
                 logger.warning("reconciliation could not dispatch task run %s", run_id, exc_info=True)
-    missing = Task.objects.filter(
-        state=TaskState.ACTIVE, enabled=True, consumed=False, periodic_task__isnull=True
-    ).values_list("id", flat=True)[:RECONCILE_BATCH]
-    for task_id in list(missing):
+    for task_id in list(_schedules_astray()[:RECONCILE_BATCH]):
         with transaction.atomic():
-            task = Task.objects.select_for_update().filter(id=task_id, periodic_task__isnull=True).first()
-            if task is not None and task.state == TaskState.ACTIVE and task.enabled and not task.consumed:
+            task = Task.objects.select_for_update().filter(id=task_id).first()
+            if task is None:
+                continue
+            if task.state == TaskState.ACTIVE and task.enabled and not task.consumed:
                 schedule_rearm(task, now=now)
-                task.save(update_fields=["armed_at", "periodic_task", "scheduling_error", "updated_at"])
-                done["rearmed"] += 1
+            else:
+                schedule_disarm(task)
+            task.save(update_fields=["armed_at", "periodic_task", "scheduling_error", "updated_at"])
+            done["rearmed"] += 1
+    done["retired"] = schedules_retire()
     return done
+
+
+def _schedules_astray() -> QuerySet[Task, uuid.UUID]:
+    """Tasks whose beat row is not what the task says: missing, disabled or at another time while armed,
+    or enabled while nothing is armed (a write of beat's own undid a disarm)."""
+    wants = Q(state=TaskState.ACTIVE, enabled=True, consumed=False)
+    armed_wrong = wants & (
+        Q(periodic_task__isnull=True)
+        | Q(periodic_task__enabled=False)
+        | Q(armed_at__isnull=True)
+        | ~Q(periodic_task__clocked__clocked_time=F("armed_at"))
+    )
+    stray = ~wants & Q(periodic_task__enabled=True)
+    return Task.objects.filter(armed_wrong | stray).values_list("id", flat=True)

@@ -95,7 +95,7 @@ def runs_view(runs: list[TaskRun]) -> list[RunJson]:
 def _next_run_at(task: Task) -> datetime | None:
     """When beat will fire the task: the time of the clocked schedule it holds, if enabled."""
     periodic = task.periodic_task
-    if periodic is None or not periodic.enabled or periodic.clocked is None:
+    if task.armed_at is None or periodic is None or not periodic.enabled or periodic.clocked is None:
         return None
     return periodic.clocked.clocked_time
 

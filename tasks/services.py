@@ -236,9 +236,8 @@ def _tombstone(task: Task) -> None:
         consumed=False,
         creation_hash="",
         armed_at=None,
-        periodic_task=None,
         scheduling_error="",
-    )
+    )  # the beat row stays linked, disabled, until reconciliation retires it
 
 
 def task_delete(*, task_id: uuid.UUID, expected_version: int, conversation_id: uuid.UUID | None = None) -> bool:

@@ -78,7 +78,7 @@ def conversation(db: None):
 
 def test_a_fire_runs_its_occurrence_and_arms_the_next(conversation) -> None:
     task = set_armed(minutely(conversation), minute(0))
-    run_id = runs.task_fire(task_id=task.id, version=1, intended_at=minute(0))
+    run_id = runs.task_fire(task_id=task.id, intended_at=minute(0))
     assert run_id is not None
     run = runs.run_dispatch(run_id=run_id)
     assert run is not None
@@ -103,21 +103,33 @@ def test_a_fire_runs_its_occurrence_and_arms_the_next(conversation) -> None:
     ]
 
 
-def test_a_duplicate_or_stale_fire_changes_nothing(conversation) -> None:
+def test_a_duplicate_early_or_stale_fire_changes_nothing(conversation) -> None:
     task = set_armed(minutely(conversation), minute(0))
-    assert runs.task_fire(task_id=task.id, version=1, intended_at=minute(0)) is not None
+    assert runs.task_fire(task_id=task.id) is not None  # beat's fire: the armed occurrence is due
     before = history(task)
-    # The same fire again (a second beat, a redelivery), an old version, another instant.
-    assert runs.task_fire(task_id=task.id, version=1, intended_at=minute(0)) is None
-    assert runs.task_fire(task_id=task.id, version=2, intended_at=minute(1)) is None
-    assert runs.task_fire(task_id=uuid.uuid4(), version=1, intended_at=minute(1)) is None
+    # The same fire again (a second beat, beat reloading its schedule, a redelivery): the
+    # task is armed a minute on by now.
+    assert runs.task_fire(task_id=task.id) is None
+    assert runs.task_fire(task_id=task.id, intended_at=minute(0)) is None
+    assert runs.task_fire(task_id=uuid.uuid4()) is None
     assert history(task) == before
-    assert Turn.objects.count() == 0  # nothing dispatched yet either
+    # An edit re-arms it: a fire of the old schedule finds nothing due.
+    services.task_update(
+        task_id=task.id,
+        expected_version=1,
+        name="Renamed",
+        instructions="x",
+        schedule={"kind": "cron", "expression": "0 0 1 1 *"},
+        enabled=True,
+    )
+    assert runs.task_fire(task_id=task.id) is None
+    assert [row[1] for row in history(task)] == ["cancelled"]  # the edit cancelled the run not yet dispatched
+    assert Turn.objects.count() == 0
 
 
 def test_a_dispatch_retried_finds_the_same_turn(conversation) -> None:
     task = set_armed(minutely(conversation), minute(0))
-    run_id = runs.task_fire(task_id=task.id, version=1, intended_at=minute(0))
+    run_id = runs.task_fire(task_id=task.id, intended_at=minute(0))
     assert run_id is not None
     first = runs.run_dispatch(run_id=run_id)
     # A retry after a lost reply: the run has its turn; and even were it cleared, the
@@ -130,7 +142,7 @@ def test_a_dispatch_retried_finds_the_same_turn(conversation) -> None:
 
 def test_a_fire_late_beyond_the_grace_records_one_missed_run_with_its_count(conversation) -> None:
     task = set_armed(minutely(conversation), minute(-30))
-    assert runs.task_fire(task_id=task.id, version=1, intended_at=minute(-30)) is not None
+    assert runs.task_fire(task_id=task.id, intended_at=minute(-30)) is not None
     rows = history(task)
     # 30 minutes late: the latest occurrence (this minute) is within the grace and runs;
     # the 30 before it are one missed run.
@@ -147,7 +159,7 @@ def test_a_long_outage_is_one_missed_run_and_nothing_runs_late(conversation) -> 
     upcoming_at = Task.objects.get(id=task.id).armed_at
     first = upcoming_at - timedelta(hours=49)
     task = set_armed(task, first)
-    assert runs.task_fire(task_id=task.id, version=1, intended_at=first) is None
+    assert runs.task_fire(task_id=task.id, intended_at=first) is None
     assert history(task) == [("scheduled", "missed", first, 49)]
     task.refresh_from_db()
     assert task.armed_at == upcoming_at
@@ -158,12 +170,13 @@ def test_an_overdue_one_off_runs_once_and_is_consumed(conversation) -> None:
     task = make(conversation, schedule={"kind": "once", "at": at.strftime("%Y-%m-%dT%H:%M:%SZ")})
     late = at - timedelta(hours=3)  # stand in for a scheduler that was down for hours
     Task.objects.filter(id=task.id).update(once_at=late, armed_at=late)
-    run_id = runs.task_fire(task_id=task.id, version=1, intended_at=late)
+    run_id = runs.task_fire(task_id=task.id, intended_at=late)
     assert run_id is not None
     task.refresh_from_db()
-    assert (task.consumed, task.armed_at, task.periodic_task_id) == (True, None, None)
+    assert (task.consumed, task.armed_at) == (True, None)
+    assert PeriodicTask.objects.get(id=task.periodic_task_id).enabled is False
     assert history(task) == [("scheduled", "pending", late, 1)]
-    assert runs.task_fire(task_id=task.id, version=1, intended_at=late) is None
+    assert runs.task_fire(task_id=task.id, intended_at=late) is None
     view = task_view(task)
     assert (view["next_run_at"], view["upcoming"]) == (None, [])
 
@@ -171,11 +184,11 @@ def test_an_overdue_one_off_runs_once_and_is_consumed(conversation) -> None:
 def test_a_disabled_task_or_a_deleted_conversation_fires_nothing(conversation) -> None:
     task = set_armed(minutely(conversation), minute(0))
     Task.objects.filter(id=task.id).update(enabled=False)
-    assert runs.task_fire(task_id=task.id, version=1, intended_at=minute(0)) is None
+    assert runs.task_fire(task_id=task.id, intended_at=minute(0)) is None
     Task.objects.filter(id=task.id).update(enabled=True)
     conversation.state = "deleting"
     conversation.save()
-    assert runs.task_fire(task_id=task.id, version=1, intended_at=minute(0)) is None
+    assert runs.task_fire(task_id=task.id, intended_at=minute(0)) is None
     assert history(task) == []
 
 
@@ -184,7 +197,7 @@ def test_a_disabled_task_or_a_deleted_conversation_fires_nothing(conversation) -
 
 def test_a_run_whose_task_changed_before_dispatch_is_discarded(conversation) -> None:
     task = set_armed(minutely(conversation), minute(0))
-    run_id = runs.task_fire(task_id=task.id, version=1, intended_at=minute(0))
+    run_id = runs.task_fire(task_id=task.id, intended_at=minute(0))
     services.task_update(
         task_id=task.id,
         expected_version=1,
@@ -326,7 +339,7 @@ def test_reconciliation_takes_a_fire_that_never_came(conversation) -> None:
 
 def test_a_dispatch_that_never_got_through_gets_one_more_try_then_is_sealed(conversation, monkeypatch) -> None:
     task = set_armed(minutely(conversation), minute(0))
-    run_id = runs.task_fire(task_id=task.id, version=1, intended_at=minute(0))
+    run_id = runs.task_fire(task_id=task.id, intended_at=minute(0))
     TaskRun.objects.filter(id=run_id).update(created_at=timezone.now() - timedelta(minutes=1))
 
     def broken(**kwargs):
@@ -339,3 +352,34 @@ def test_a_dispatch_that_never_got_through_gets_one_more_try_then_is_sealed(conv
     monkeypatch.undo()
     assert runs.run_dispatch(run_id=run_id).status == RunStatus.FAILED  # never dispatched again
     assert Turn.objects.count() == 0
+
+
+def test_a_deleted_tasks_beat_rows_are_removed_only_once_beat_cannot_be_reading_them(conversation) -> None:
+    from django_celery_beat.models import ClockedSchedule
+
+    task = minutely(conversation)
+    held = PeriodicTask.objects.get(name=f"flarebot task {task.id}")
+    services.task_delete(task_id=task.id, expected_version=1)
+    runs.tasks_reconcile()
+    assert PeriodicTask.objects.get(id=held.id).enabled is False
+    assert ClockedSchedule.objects.filter(id=held.clocked_id).exists()
+    PeriodicTask.objects.filter(id=held.id).update(date_changed=timezone.now() - timedelta(minutes=3))
+    assert runs.tasks_reconcile()["retired"] == 1
+    assert not PeriodicTask.objects.filter(id=held.id).exists()
+    assert not ClockedSchedule.objects.filter(id=held.clocked_id).exists()
+
+
+def test_reconciliation_disables_a_row_that_beat_enabled_again(conversation) -> None:
+    task = minutely(conversation)
+    services.task_update(
+        task_id=task.id,
+        expected_version=1,
+        name="Off",
+        instructions="x",
+        schedule={"kind": "cron", "expression": "* * * * *"},
+        enabled=False,
+    )
+    # Beat saved the whole row it had read before the disarm.
+    PeriodicTask.objects.filter(name=f"flarebot task {task.id}").update(enabled=True)
+    runs.tasks_reconcile()
+    assert PeriodicTask.objects.get(name=f"flarebot task {task.id}").enabled is False
