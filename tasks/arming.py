@@ -1,24 +1,17 @@
 """What beat holds for each task: one `PeriodicTask` with its own `ClockedSchedule` at the next occurrence.
 
 The pair is made once per task and kept: arming moves the clocked time (and enables the
-row), disarming disables it. Beat is never given a row to lose under it, because of how
-django-celery-beat's DatabaseScheduler works:
+row), disarming disables it. django-celery-beat's DatabaseScheduler reads the enabled rows
+and then their schedules in a second query, so a `ClockedSchedule` deleted between the
+two leaves a row without a schedule and stops beat: rows are only deleted (by
+reconciliation) long after they were disabled. Beat keeps no bookkeeping on these rows
+(`tasks.beat.TaskScheduler`), which would undo a re-arm and disable a one-off that ran.
 
-- it reads the enabled rows, then their schedules in a second query, so a
-  `ClockedSchedule` deleted between the two leaves a row without a schedule, and beat
-  stops; schedules are therefore only deleted (by reconciliation) long after their row
-  was disabled;
-- it writes its bookkeeping (run count, last run) back to the row it fired by saving the
-  whole row, and it disables a fired one-off (`one_off`) on its next look: an edit of that
-  row can be undone, and a re-armed one-off would be disabled. So the row is not
-  `one_off`, carries only the task's id, and what changes on each arm is the
-  `ClockedSchedule`, which beat never writes.
-
-A clocked row that is not `one_off` is due again whenever beat reloads its schedule while
-the clocked time is past, so a fire can come more than once: `runs.task_fire` takes only
-the occurrence the task is armed at, once. Rows are changed with `update()` (no model
-signals), so each change marks beat's schedule as changed itself (`PeriodicTasks`); beat
-reloads on its next tick, at most 5 s later.
+A clocked row whose time is past is due again whenever beat reloads its schedule, so a
+fire can come more than once: `runs.task_fire` takes only the occurrence the task is armed
+at, once. Rows are changed with `update()` (no model signals), so each change marks beat's
+schedule as changed itself (`PeriodicTasks`); beat reloads on its next tick, at most 5 s
+later.
 
 A write that fails leaves the task with `scheduling_error` set and `armed_at` kept, so
 reconciliation can arm it again.
@@ -53,8 +46,11 @@ def task_schedule(task: Task) -> Schedule:
     return Schedule("cron", expression=task.cron_expression, timezone=task.timezone)
 
 
+PERIODIC_PREFIX = "flarebot task "
+
+
 def periodic_name(task_id: object) -> str:
-    return f"flarebot task {task_id}"
+    return f"{PERIODIC_PREFIX}{task_id}"
 
 
 def next_occurrence(task: Task, *, after: datetime) -> datetime | None:
@@ -108,17 +104,14 @@ def _write(task: Task, at: datetime) -> None:
             if periodic is None or periodic.clocked_id is None:
                 clocked = ClockedSchedule.objects.create(clocked_time=at)
                 PeriodicTask.objects.filter(name=periodic_name(task.id)).delete()  # a row left without its task
-                periodic = PeriodicTask.objects.create(
+                task.periodic_task = PeriodicTask.objects.create(
                     name=periodic_name(task.id),
                     task=FIRE_JOB,
                     clocked=clocked,
-                    one_off=True,  # its save() insists on it for a clocked row...
+                    one_off=True,  # what django-celery-beat requires of a clocked row
                     kwargs=json.dumps({"task_id": str(task.id)}),
                     description="A Flarebot scheduled task's next occurrence; managed by Flarebot (edit the task).",
                 )
-                # ...and beat would disable the row after its first fire (see the docstring).
-                PeriodicTask.objects.filter(id=periodic.id).update(one_off=False)
-                task.periodic_task = periodic
             else:
                 ClockedSchedule.objects.filter(id=periodic.clocked_id).update(clocked_time=at)
                 PeriodicTask.objects.filter(id=periodic.id).update(enabled=True, date_changed=timezone.now())
@@ -131,7 +124,7 @@ def _write(task: Task, at: datetime) -> None:
 def schedules_retire() -> int:
     """Remove the beat rows of deleted tasks once beat can no longer be reading them; return how many."""
     retired = PeriodicTask.objects.filter(
-        name__startswith="flarebot task ", enabled=False, date_changed__lt=timezone.now() - RETIRED_AFTER
+        name__startswith=PERIODIC_PREFIX, enabled=False, date_changed__lt=timezone.now() - RETIRED_AFTER
     ).exclude(flarebot_task__state=TaskState.ACTIVE)
     count = 0
     for periodic in list(retired.select_related("clocked")[:200]):

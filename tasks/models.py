@@ -1,10 +1,9 @@
 """Scheduled tasks, the schedule beat holds for each, and their run history.
 
 A task targets one conversation and has a schedule. Beat holds its next occurrence as a
-django-celery-beat `PeriodicTask` with a `ClockedSchedule` (one row pair per armed
-occurrence, replaced on every re-arm: beat's own bookkeeping writes to the row it fired,
-so a re-armed row would be disabled under it). `armed_at` is the occurrence the task
-expects a fire for; a fire for any other occurrence or version is stale and discarded.
+django-celery-beat `PeriodicTask` with its own `ClockedSchedule`, kept for the task's life
+(`tasks.arming` says why). `armed_at` is the occurrence the task expects a fire for; a fire
+takes it once, and any other fire finds nothing due.
 
 Each occurrence that was run or missed is a `TaskRun` whose `occurrence` is unique: the
 task, its version and the intended instant (or, for a run the owner asked for, the

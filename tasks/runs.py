@@ -1,9 +1,10 @@
 """Running tasks: an occurrence's fire, the dispatch of its run, projection from the turn, repair.
 
-- A fire (beat's `PeriodicTask`, or reconciliation for a fire that never came) is taken
-  only by the occurrence the task is armed at, under its current version: a duplicate,
-  a stale or a replayed fire finds `armed_at` moved on and changes nothing. The run row
-  is written (unique by occurrence) and the next occurrence armed in that transaction.
+- A fire (beat's `PeriodicTask`, or reconciliation for a fire that never came) takes the
+  occurrence the task is armed at, once it is due: the claim moves `armed_at` on, so a
+  duplicate fire, or one for a schedule edited since, changes nothing. The run row is
+  written (unique by occurrence: task, version, instant) and the next occurrence armed in
+  that transaction.
 - A fire late by more than `GRACE` runs nothing it passed but the latest occurrence, if
   that one is within the grace; the others become one `missed` run with their count.
 - The dispatch submits the run's turn (one ordinary user message, marked with the task)

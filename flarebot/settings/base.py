@@ -192,7 +192,9 @@ CELERY_TASK_ROUTES = {
 # Above the longest turn, so Redis never redelivers a turn that is still running;
 # the lease in the database, not the broker, decides who owns a turn.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 60 * 60 * 2}
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's DatabaseScheduler, keeping its bookkeeping off scheduled tasks' rows
+# (tasks/beat.py says why).
+CELERY_BEAT_SCHEDULER = "tasks.beat:TaskScheduler"
 CELERY_BEAT_SCHEDULE = {
     "conversations-reconcile-turns": {
         "task": "conversations.jobs.turns_reconcile",
