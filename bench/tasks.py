@@ -10,10 +10,10 @@ For each run it reads from the rows when its occurrence was due, when beat's fir
 run row, and when its turn was stored and started (claimed by a worker), and prints p50/p99
 of each lag from the due instant. The task turns get a one-chunk answer.
 
-Then it compares 20 chat streams (300 chunks, 20 ms apart: about 6 s each, over the
+Then it compares 20 chat streams (400 chunks, 20 ms apart: about 8 s each, over the
 whole burst) without tasks and while 100 tasks come due: per-delta latency (provider
 emit to socket receive) p50/p99, stream time over the provider's, first delta, and
-errors. The streams start 0.3 s before the due minute, so their requests take the
+errors. The streams start 2 s before the due minute, so their requests take the
 scripted answers and the task turns the short default one. Results are written to
 bench/results/tasks.json. Target: run start p99 under 5 s; streams no slower with tasks.
 """
@@ -42,9 +42,10 @@ from tests.support.fake_providers import Step, Text
 
 TASKS = 100
 STREAMS = 20
-CHUNKS = 300
+CHUNKS = 400
 INTERVAL = 0.020
 ZONE = ZoneInfo("Europe/Berlin")
+START_AHEAD = 2.0  # seconds before the due minute that the streams are submitted
 LEAD = timedelta(seconds=40)  # the due minute is at least this far ahead when the tasks are armed
 
 
@@ -138,7 +139,7 @@ def lags(bench: BenchStack, due: datetime, timeout: float = 180) -> dict[str, An
 
 
 async def streams_round(bench: BenchStack, at: float | None, round_number: int) -> dict[str, Any]:
-    """Run 20 streams; with `at` (epoch seconds), submit them all 0.3 s before it."""
+    """Run 20 streams; with `at` (epoch seconds), submit them all START_AHEAD seconds before it."""
     with bench.client() as http:
         ids = [http.post("/api/conversations/", json={"name": f"stream {i}"}).json()["id"] for i in range(STREAMS)]
     tokens = [[f"q{round_number}s{i}t{j:03d} " for j in range(CHUNKS)] for i in range(STREAMS)]
@@ -147,7 +148,7 @@ async def streams_round(bench: BenchStack, at: float | None, round_number: int) 
     running = [asyncio.create_task(run_client(bench, c, gate, timeout=120)) for c in clients]
     await asyncio.sleep(1.0)  # every socket connected
     if at is not None:
-        await asyncio.sleep(max(0.0, at - 0.3 - time.time()))
+        await asyncio.sleep(max(0.0, at - START_AHEAD - time.time()))
     answers: list[list[Step]] = [[Text(token, delay=INTERVAL) for token in c.tokens] for c in clients]
     bench.providers.script(*answers)
     gate.set()

@@ -9,9 +9,14 @@ reconciliation) long after they were disabled. Beat keeps no bookkeeping on thes
 
 A clocked row whose time is past is due again whenever beat reloads its schedule, so a
 fire can come more than once: `runs.task_fire` takes only the occurrence the task is armed
-at, once. Rows are changed with `update()` (no model signals), so each change marks beat's
-schedule as changed itself (`PeriodicTasks`); beat reloads on its next tick, at most 5 s
-later.
+at, once. Rows are changed with `update()` (no model signals). Marking beat's schedule as
+changed (`PeriodicTasks`) makes beat reload every row on its next tick (at most 5 s
+later), and while it reloads on every tick it sends a few dozen fires a second instead of
+hundreds: so a change marks it only when beat must see it soon, an occurrence within
+`SIGNAL_WITHIN`. Beat loads only rows due within 5 minutes anyway (and reloads every 5
+minutes), and reconciliation marks the schedule changed every 30 s while an armed
+occurrence is that close (`schedules_nearing`), so a later one is loaded in time without a
+reload for each re-arm of a burst.
 
 A write that fails leaves the task with `scheduling_error` set and `armed_at` kept, so
 reconciliation can arm it again.
@@ -37,6 +42,10 @@ SCHEDULE_UNAVAILABLE = "schedule_unavailable"
 # How long a disabled row of a deleted task stays before its pair is removed: beat's two
 # reads of its schedule are long over by then.
 RETIRED_AFTER = timedelta(minutes=2)
+# A re-arm this close tells beat at once; a later one is left to `schedules_nearing`.
+SIGNAL_WITHIN = timedelta(seconds=90)
+# django-celery-beat loads clocked rows due within this much (SCHEDULE_SYNC_MAX_INTERVAL).
+BEAT_WINDOW = timedelta(minutes=5)
 
 
 def task_schedule(task: Task) -> Schedule:
@@ -66,13 +75,21 @@ def _changed() -> None:
     PeriodicTasks.update_changed()
 
 
+def _changed_if_near(at: datetime | None) -> None:
+    if at is not None and at <= timezone.now() + SIGNAL_WITHIN:
+        _changed()
+
+
 def schedule_disarm(task: Task) -> None:
-    """Stop beat firing a task (inside the caller's transaction); the caller saves the task."""
+    """Stop beat firing a task (inside the caller's transaction); the caller saves the task.
+
+    A fire of a row beat still holds finds nothing armed.
+    """
     if task.periodic_task_id is not None:
         PeriodicTask.objects.filter(id=task.periodic_task_id, enabled=True).update(
             enabled=False, date_changed=timezone.now()
         )
-        _changed()
+        _changed_if_near(task.armed_at)
     task.armed_at = None
     task.scheduling_error = ""
 
@@ -114,8 +131,11 @@ def _write(task: Task, at: datetime) -> None:
                 )
             else:
                 ClockedSchedule.objects.filter(id=periodic.clocked_id).update(clocked_time=at)
-                PeriodicTask.objects.filter(id=periodic.id).update(enabled=True, date_changed=timezone.now())
-                _changed()
+                if not periodic.enabled:
+                    PeriodicTask.objects.filter(id=periodic.id).update(enabled=True, date_changed=timezone.now())
+                    _changed()  # beat holds no entry for a disabled row: it must reload to see it
+                else:
+                    _changed_if_near(at)
     except DatabaseError:
         logger.warning("could not arm the schedule of task %s", task.id, exc_info=True)
         task.scheduling_error = SCHEDULE_UNAVAILABLE
@@ -136,3 +156,15 @@ def schedules_retire() -> int:
                 ClockedSchedule.objects.filter(id=clocked_id).delete()
             count += 1
     return count
+
+
+def schedules_nearing() -> bool:
+    """Mark beat's schedule changed if an armed occurrence is within beat's window; return whether one is.
+
+    Beat then reloads and picks up rows armed without telling it (see the docstring).
+    """
+    now = timezone.now()
+    nearing = Task.objects.filter(state=TaskState.ACTIVE, armed_at__gt=now, armed_at__lte=now + BEAT_WINDOW).exists()
+    if nearing:
+        _changed()
+    return nearing

@@ -31,7 +31,14 @@ from conversations.eventlog import EventFrame, events_append, events_publish_syn
 from conversations.models import Conversation, ConversationState, Turn
 from conversations.turns import turn_cancel_one, turn_submit
 from flarebot.core.errors import NotFound
-from tasks.arming import schedule_arm, schedule_disarm, schedule_rearm, schedules_retire, task_schedule
+from tasks.arming import (
+    schedule_arm,
+    schedule_disarm,
+    schedule_rearm,
+    schedules_nearing,
+    schedules_retire,
+    task_schedule,
+)
 from tasks.errors import TaskNotFound
 from tasks.events import task_run_updated
 from tasks.models import UNFINISHED_RUN_STATUSES, RunSource, RunStatus, ScheduleKind, Task, TaskRun, TaskState
@@ -341,6 +348,7 @@ def tasks_reconcile() -> dict[str, int]:
             task.save(update_fields=["armed_at", "periodic_task", "scheduling_error", "updated_at"])
             done["rearmed"] += 1
     done["retired"] = schedules_retire()
+    schedules_nearing()
     return done
 
 
