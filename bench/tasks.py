@@ -90,7 +90,9 @@ def make_tasks(bench: BenchStack, due: datetime) -> list[str]:
                 "enabled": True,
             }
             response = http.post("/api/tasks/", json=body)
-            response.raise_for_status()
+            if response.status_code != 201:
+                log = bench.stack.log_text("web")
+                raise RuntimeError(f"creating task {n}: {response.status_code}\n{log[log.rfind('Traceback') :][:6000]}")
             assert response.json()["next_run_at"] == due.strftime("%Y-%m-%dT%H:%M:%SZ"), response.json()
             ids.append(body["id"])
     return ids

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 
 from celery import shared_task
@@ -12,14 +13,19 @@ from tasks import runs
 logger = logging.getLogger(__name__)
 
 RETRY_SECONDS = 2
+# Task jobs running at once in one worker process. They are short and spend their time in
+# Python (the ORM); more of them at once only take the interpreter lock from the turns the
+# same process is streaming (bench/tasks.py measures both).
+_RUNNING = threading.BoundedSemaphore(2)
 
 
 @shared_task(name="tasks.jobs.task_fire")
 def task_fire(task_id: str) -> None:
     """Beat fired a task's row: take its armed occurrence if due, arm the next, and dispatch the run."""
-    run_id = runs.task_fire(task_id=uuid.UUID(task_id))
-    if run_id is not None:
-        run_dispatch_or_retry(run_id)
+    with _RUNNING:
+        run_id = runs.task_fire(task_id=uuid.UUID(task_id))
+        if run_id is not None:
+            run_dispatch_or_retry(run_id)
 
 
 def run_dispatch_or_retry(run_id: uuid.UUID) -> None:
@@ -35,7 +41,8 @@ def run_dispatch_or_retry(run_id: uuid.UUID) -> None:
 def task_run_dispatch(run_id: str, attempt: int = 1) -> None:
     """Try a run's dispatch again (at most DISPATCH_TRIES in all; reconciliation may add one)."""
     try:
-        runs.run_dispatch(run_id=uuid.UUID(run_id))
+        with _RUNNING:
+            runs.run_dispatch(run_id=uuid.UUID(run_id))
     except Exception:
         if attempt >= runs.DISPATCH_TRIES:
             logger.warning("dispatch of task run %s failed %d times; reconciliation may try once more", run_id, attempt)

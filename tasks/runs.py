@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from conversations.eventlog import EventFrame, events_append, events_publish_sync
 from conversations.models import Conversation, ConversationState, Turn
-from conversations.turns import turn_cancel_one, turn_submit
+from conversations.turns import turn_cancel_one, turn_submit_unpublished
 from flarebot.core.errors import NotFound
 from tasks.arming import (
     schedule_arm,
@@ -71,15 +71,18 @@ def run_request_id(occurrence: str) -> uuid.UUID:
     return uuid.uuid5(RUN_NAMESPACE, occurrence)
 
 
-def _announce(run: TaskRun, observed_turn: str | None = None) -> None:
-    """Append `task_run.updated` to the run's conversation (in the caller's transaction), published after commit."""
-    conversation_id = run.conversation_id
+def _append(run: TaskRun) -> list[EventFrame]:
+    """Append `task_run.updated` to the run's conversation in the caller's transaction; return its frames."""
     try:
-        frames: list[EventFrame] = events_append(
-            conversation_id=conversation_id, events=[task_run_updated(run_view(run))]
-        )
+        return events_append(conversation_id=run.conversation_id, events=[task_run_updated(run_view(run))])
     except Conversation.DoesNotExist:
-        return  # its conversation is gone, and its log with it
+        return []  # its conversation is gone, and its log with it
+
+
+def _announce(run: TaskRun, *, before: list[EventFrame] | None = None) -> None:
+    """Append `task_run.updated` (in the caller's transaction) and publish it after commit, after `before`."""
+    conversation_id = run.conversation_id
+    frames = [*(before or []), *_append(run)]
     transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
 
 
@@ -229,15 +232,15 @@ def run_dispatch(*, run_id: uuid.UUID) -> TaskRun | None:
         TaskRun.objects.filter(id=run.id).update(dispatch_attempts=run.dispatch_attempts + 1)
         source = {"kind": "task", "task_id": str(task.id), "run_id": str(run.id), "name": task.name}
         try:
-            turn, _ = turn_submit(
+            submitted = turn_submit_unpublished(
                 conversation_id=run.conversation_id, request_id=run.request_id, text=task.instructions, source=source
             )
         except NotFound:
             _discard(run, RunStatus.CANCELLED, "conversation_deleted")
             return run
-        run.turn_id = turn.id
-        TaskRun.objects.filter(id=run.id).update(turn_id=turn.id, updated_at=timezone.now())
-        _announce(run)
+        run.turn_id = submitted.turn.id
+        TaskRun.objects.filter(id=run.id).update(turn_id=run.turn_id, updated_at=timezone.now())
+        _announce(run, before=submitted.frames)  # turn.queued, then the run with its turn: one publish
         return run
 
 

@@ -345,7 +345,7 @@ def test_a_dispatch_that_never_got_through_gets_one_more_try_then_is_sealed(conv
     def broken(**kwargs):
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(runs, "turn_submit", broken)
+    monkeypatch.setattr(runs, "turn_submit_unpublished", broken)
     runs.tasks_reconcile()
     run = TaskRun.objects.get(id=run_id)
     assert (run.status, run.error_code, run.recovery_used) == (RunStatus.FAILED, "dispatch_failed", True)
