@@ -8,6 +8,7 @@ import uuid
 
 from celery import shared_task
 
+from conversations.eventlog import events_publish_sync
 from tasks import runs
 
 logger = logging.getLogger(__name__)
@@ -16,25 +17,22 @@ RETRY_SECONDS = 2
 # Task jobs running at once in one worker process. They are short and spend their time in
 # Python (the ORM); more of them at once only take the interpreter lock from the turns the
 # same process is streaming (bench/tasks.py measures both).
-_RUNNING = threading.BoundedSemaphore(2)
+_RUNNING = threading.BoundedSemaphore(4)
 
 
 @shared_task(name="tasks.jobs.task_fire")
 def task_fire(task_id: str) -> None:
     """Beat fired a task's row: take its armed occurrence if due, arm the next, and dispatch the run."""
     with _RUNNING:
-        run_id = runs.task_fire(task_id=uuid.UUID(task_id))
-        if run_id is not None:
-            run_dispatch_or_retry(run_id)
-
-
-def run_dispatch_or_retry(run_id: uuid.UUID) -> None:
-    """Dispatch a run now; if that fails, leave it to the dispatch job's further tries."""
-    try:
-        runs.run_dispatch(run_id=run_id)
-    except Exception:
-        logger.warning("dispatch of task run %s failed; trying again", run_id, exc_info=True)
-        task_run_dispatch.apply_async(args=(str(run_id),), kwargs={"attempt": 2}, countdown=RETRY_SECONDS)
+        fired = runs.task_fire(task_id=uuid.UUID(task_id), publish=False)
+        if fired is None:
+            return
+        try:
+            runs.run_dispatch(run_id=fired.run_id, unpublished=fired.frames)
+        except Exception:
+            logger.warning("dispatch of task run %s failed; trying again", fired.run_id, exc_info=True)
+            events_publish_sync(conversation_id=fired.conversation_id, frames=fired.frames)
+            task_run_dispatch.apply_async(args=(str(fired.run_id),), kwargs={"attempt": 2}, countdown=RETRY_SECONDS)
 
 
 @shared_task(name="tasks.jobs.task_run_dispatch")

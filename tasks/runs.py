@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from celery import current_app
@@ -48,8 +49,9 @@ from tasks.selectors import TURN_TO_RUN, run_view, status_after
 logger = logging.getLogger(__name__)
 
 GRACE = timedelta(minutes=5)  # how late an occurrence may still run
-# A fire this much before its occurrence is taken (beat's clock may run ahead of a worker's).
-EARLY = timedelta(seconds=5)
+# A fire this much before its occurrence is taken (beat's clock may run a little ahead of a
+# worker's); a duplicate fire this close to the next occurrence runs that one early, once.
+EARLY = timedelta(seconds=1)
 DISPATCH_TRIES = 3  # tries of the fire's dispatch job; reconciliation may add one more
 RECOVERY_AFTER = timedelta(seconds=10)  # a run still without its turn this long gets reconciliation's try
 LOST_FIRE_AFTER = timedelta(seconds=60)  # an armed occurrence this far past whose fire never came
@@ -88,7 +90,8 @@ def _announce(run: TaskRun, *, before: list[EventFrame] | None = None) -> None:
 
 def _new_run(
     task: Task, *, occurrence: str, source: str, intended_at: datetime, status: str = RunStatus.PENDING, missed: int = 1
-) -> TaskRun:
+) -> tuple[TaskRun, list[EventFrame]]:
+    """Insert a run and append its `task_run.updated`; return both (the frames are not published)."""
     assert task.conversation_id is not None
     run = TaskRun.objects.create(
         task=task,
@@ -101,26 +104,34 @@ def _new_run(
         conversation_id=task.conversation_id,
         missed_count=missed,
     )
-    _announce(run)
-    return run
+    return run, _append(run)
 
 
-def _conversation_active(conversation_id: uuid.UUID | None) -> bool:
-    if conversation_id is None:
-        return False
-    return Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists()
+def _publish_after_commit(conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
+    if frames:
+        transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
 
 
-def task_fire(*, task_id: uuid.UUID, intended_at: datetime | None = None) -> uuid.UUID | None:
+@dataclass(frozen=True)
+class Fired:
+    """The run a fire recorded, and its events when publishing them was left to its dispatch."""
+
+    run_id: uuid.UUID
+    conversation_id: uuid.UUID
+    frames: list[EventFrame]
+
+
+def task_fire(*, task_id: uuid.UUID, intended_at: datetime | None = None, publish: bool = True) -> Fired | None:
     """Take a fire of the occurrence a task is armed at; return the run to dispatch, if one is to run.
 
     Only an active, enabled task of an active conversation whose armed occurrence is due
     (or `intended_at`, when given) is taken, once: the claim moves `armed_at` on, so a
     duplicate or stale fire changes nothing. The next occurrence is armed in the same
     transaction. The occurrence's identity is the task, its version and the instant.
+    Without `publish`, the run's events come back for its dispatch to publish with its own.
     """
     with transaction.atomic():
-        task = Task.objects.select_for_update().filter(id=task_id).first()
+        task = Task.objects.select_for_update(of=("self",)).select_related("conversation").filter(id=task_id).first()
         now = timezone.now()
         if (
             task is None
@@ -129,7 +140,8 @@ def task_fire(*, task_id: uuid.UUID, intended_at: datetime | None = None) -> uui
             or task.armed_at is None
             or task.armed_at > now + EARLY
             or (intended_at is not None and task.armed_at != intended_at)
-            or not _conversation_active(task.conversation_id)
+            or task.conversation is None
+            or task.conversation.state != ConversationState.ACTIVE
         ):
             return None
         intended_at = task.armed_at
@@ -139,12 +151,14 @@ def task_fire(*, task_id: uuid.UUID, intended_at: datetime | None = None) -> uui
         if task.schedule_kind == ScheduleKind.ONCE:
             task.consumed = True  # an overdue one-off runs once, however late
         else:
-            passed, count = occurrences_between(task_schedule(task), first=intended_at, until=max(now, intended_at))
-            latest = passed[-1] if passed else intended_at
+            # The armed instant counts as an occurrence, with those after it that passed by now.
+            later, count = occurrences_between(task_schedule(task), first=intended_at + timedelta(seconds=1), until=now)
+            latest = later[-1] if later else intended_at
             to_run = latest if now - latest <= GRACE else None
-            missed = count - (1 if to_run is not None else 0)
+            missed = count + 1 - (1 if to_run is not None else 0)
+        frames: list[EventFrame] = []
         if missed:
-            _new_run(
+            _, missed_frames = _new_run(
                 task,
                 occurrence=occurrence_scheduled(task.id, version, intended_at),
                 source=RunSource.SCHEDULED,
@@ -152,17 +166,23 @@ def task_fire(*, task_id: uuid.UUID, intended_at: datetime | None = None) -> uui
                 status=RunStatus.MISSED,
                 missed=missed,
             )
+            frames += missed_frames
         run = None
         if to_run is not None:
-            run = _new_run(
+            run, run_frames = _new_run(
                 task,
                 occurrence=occurrence_scheduled(task.id, version, to_run),
                 source=RunSource.SCHEDULED,
                 intended_at=to_run,
             )
+            frames += run_frames
         schedule_arm(task, after=now)
         task.save(update_fields=["consumed", "armed_at", "periodic_task", "scheduling_error", "updated_at"])
-        return run.id if run is not None else None
+        conversation_id = task.conversation.id
+        if run is None or publish:
+            _publish_after_commit(conversation_id, frames)
+            frames = []
+        return Fired(run.id, conversation_id, frames) if run is not None else None
 
 
 def run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: uuid.UUID | None = None) -> TaskRun:
@@ -183,7 +203,9 @@ def run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: uuid.
         existing = TaskRun.objects.filter(occurrence=occurrence).first()
         if existing is not None:
             return existing
-        return _new_run(task, occurrence=occurrence, source=RunSource.MANUAL, intended_at=timezone.now())
+        run, frames = _new_run(task, occurrence=occurrence, source=RunSource.MANUAL, intended_at=timezone.now())
+        _publish_after_commit(run.conversation_id, frames)
+        return run
 
 
 def task_run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: uuid.UUID | None = None) -> TaskRun:
@@ -200,18 +222,20 @@ def task_run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: 
     return run
 
 
-def _discard(run: TaskRun, status: str, code: str) -> None:
+def _discard(run: TaskRun, status: str, code: str, *, before: list[EventFrame] | None = None) -> None:
     TaskRun.objects.filter(id=run.id).update(status=status, error_code=code, updated_at=timezone.now())
     run.status, run.error_code = status, code
-    _announce(run)
+    _announce(run, before=before)
 
 
-def run_dispatch(*, run_id: uuid.UUID) -> TaskRun | None:
+def run_dispatch(*, run_id: uuid.UUID, unpublished: list[EventFrame] | None = None) -> TaskRun | None:
     """Submit a pending run's turn, if its task still wants it; return the run (None if it is gone).
 
-    A database error propagates: the job tries again (the turn's request id makes the
-    retry find the same turn).
+    `unpublished`: events of the run's fire, published together with the dispatch's own
+    (one publication per run). A database error propagates: the job tries again (the
+    turn's request id makes the retry find the same turn).
     """
+    earlier = list(unpublished or [])
     task_id = TaskRun.objects.filter(id=run_id).values_list("task_id", flat=True).first()
     if task_id is None:
         return None
@@ -221,26 +245,29 @@ def run_dispatch(*, run_id: uuid.UUID) -> TaskRun | None:
         if task is None or run is None:
             return None
         if run.status != RunStatus.PENDING or run.turn_id is not None:
+            _publish_after_commit(run.conversation_id, earlier)
             return run
         if (
             task.state != TaskState.ACTIVE
             or task.version != run.task_version
             or (run.source == RunSource.SCHEDULED and not task.enabled)
         ):
-            _discard(run, RunStatus.CANCELLED, "task_changed")
+            _discard(run, RunStatus.CANCELLED, "task_changed", before=earlier)
             return run
-        TaskRun.objects.filter(id=run.id).update(dispatch_attempts=run.dispatch_attempts + 1)
         source = {"kind": "task", "task_id": str(task.id), "run_id": str(run.id), "name": task.name}
         try:
             submitted = turn_submit_unpublished(
                 conversation_id=run.conversation_id, request_id=run.request_id, text=task.instructions, source=source
             )
         except NotFound:
-            _discard(run, RunStatus.CANCELLED, "conversation_deleted")
+            _discard(run, RunStatus.CANCELLED, "conversation_deleted", before=earlier)
             return run
         run.turn_id = submitted.turn.id
-        TaskRun.objects.filter(id=run.id).update(turn_id=run.turn_id, updated_at=timezone.now())
-        _announce(run, before=submitted.frames)  # turn.queued, then the run with its turn: one publish
+        TaskRun.objects.filter(id=run.id).update(
+            turn_id=run.turn_id, dispatch_attempts=run.dispatch_attempts + 1, updated_at=timezone.now()
+        )
+        # The fire's events, turn.queued, then the run with its turn: one publication.
+        _announce(run, before=[*earlier, *submitted.frames])
         return run
 
 
@@ -332,13 +359,13 @@ def tasks_reconcile() -> dict[str, int]:
         state=TaskState.ACTIVE, enabled=True, armed_at__lte=now - LOST_FIRE_AFTER
     ).values_list("id", "armed_at")[:RECONCILE_BATCH]
     for task_id, armed_at in list(overdue):
-        run_id = task_fire(task_id=task_id, intended_at=armed_at)
+        fired = task_fire(task_id=task_id, intended_at=armed_at)
         done["fired"] += 1
-        if run_id is not None:
+        if fired is not None:
             try:
-                run_dispatch(run_id=run_id)
+                run_dispatch(run_id=fired.run_id)
             except Exception:
-                logger.warning("reconciliation could not dispatch task run %s", run_id, exc_info=True)
+                logger.warning("reconciliation could not dispatch task run %s", fired.run_id, exc_info=True)
     for task_id in list(_schedules_astray()[:RECONCILE_BATCH]):
         with transaction.atomic():
             task = Task.objects.select_for_update().filter(id=task_id).first()

@@ -64,6 +64,10 @@ def run_events(conversation) -> list[dict]:
     ]
 
 
+def fired_id(fired: runs.Fired | None) -> uuid.UUID | None:
+    return fired.run_id if fired is not None else None
+
+
 def minute(offset: int) -> datetime:
     return timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=offset)
 
@@ -78,7 +82,7 @@ def conversation(db: None):
 
 def test_a_fire_runs_its_occurrence_and_arms_the_next(conversation) -> None:
     task = set_armed(minutely(conversation), minute(0))
-    run_id = runs.task_fire(task_id=task.id, intended_at=minute(0))
+    run_id = fired_id(runs.task_fire(task_id=task.id, intended_at=minute(0)))
     assert run_id is not None
     run = runs.run_dispatch(run_id=run_id)
     assert run is not None
@@ -104,11 +108,13 @@ def test_a_fire_runs_its_occurrence_and_arms_the_next(conversation) -> None:
 
 
 def test_a_duplicate_early_or_stale_fire_changes_nothing(conversation) -> None:
-    task = set_armed(minutely(conversation), minute(0))
+    # Hourly, half an hour from now: the next occurrence is far from any fire of this test.
+    expression = f"{(timezone.now().minute + 30) % 60} * * * *"
+    task = set_armed(make(conversation, schedule={"kind": "cron", "expression": expression}), minute(0))
     assert runs.task_fire(task_id=task.id) is not None  # beat's fire: the armed occurrence is due
     before = history(task)
     # The same fire again (a second beat, beat reloading its schedule, a redelivery): the
-    # task is armed a minute on by now.
+    # task is armed half an hour on by now.
     assert runs.task_fire(task_id=task.id) is None
     assert runs.task_fire(task_id=task.id, intended_at=minute(0)) is None
     assert runs.task_fire(task_id=uuid.uuid4()) is None
@@ -129,7 +135,7 @@ def test_a_duplicate_early_or_stale_fire_changes_nothing(conversation) -> None:
 
 def test_a_dispatch_retried_finds_the_same_turn(conversation) -> None:
     task = set_armed(minutely(conversation), minute(0))
-    run_id = runs.task_fire(task_id=task.id, intended_at=minute(0))
+    run_id = fired_id(runs.task_fire(task_id=task.id, intended_at=minute(0)))
     assert run_id is not None
     first = runs.run_dispatch(run_id=run_id)
     # A retry after a lost reply: the run has its turn; and even were it cleared, the
@@ -170,7 +176,7 @@ def test_an_overdue_one_off_runs_once_and_is_consumed(conversation) -> None:
     task = make(conversation, schedule={"kind": "once", "at": at.strftime("%Y-%m-%dT%H:%M:%SZ")})
     late = at - timedelta(hours=3)  # stand in for a scheduler that was down for hours
     Task.objects.filter(id=task.id).update(once_at=late, armed_at=late)
-    run_id = runs.task_fire(task_id=task.id, intended_at=late)
+    run_id = fired_id(runs.task_fire(task_id=task.id, intended_at=late))
     assert run_id is not None
     task.refresh_from_db()
     assert (task.consumed, task.armed_at) == (True, None)
@@ -197,7 +203,7 @@ def test_a_disabled_task_or_a_deleted_conversation_fires_nothing(conversation) -
 
 def test_a_run_whose_task_changed_before_dispatch_is_discarded(conversation) -> None:
     task = set_armed(minutely(conversation), minute(0))
-    run_id = runs.task_fire(task_id=task.id, intended_at=minute(0))
+    run_id = fired_id(runs.task_fire(task_id=task.id, intended_at=minute(0)))
     services.task_update(
         task_id=task.id,
         expected_version=1,
@@ -339,7 +345,7 @@ def test_reconciliation_takes_a_fire_that_never_came(conversation) -> None:
 
 def test_a_dispatch_that_never_got_through_gets_one_more_try_then_is_sealed(conversation, monkeypatch) -> None:
     task = set_armed(minutely(conversation), minute(0))
-    run_id = runs.task_fire(task_id=task.id, intended_at=minute(0))
+    run_id = fired_id(runs.task_fire(task_id=task.id, intended_at=minute(0)))
     TaskRun.objects.filter(id=run_id).update(created_at=timezone.now() - timedelta(minutes=1))
 
     def broken(**kwargs):
