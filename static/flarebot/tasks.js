@@ -556,12 +556,12 @@ export function tasksSection(root = document.getElementById("tasks")) {
 
   reloadButton.addEventListener("click", () =>
     exclusive(async () => {
-      say(sectionMessage, "Reloading…");
+      say(sectionMessage, "Refreshing…");
       try {
         await load();
         say(sectionMessage, "");
       } catch (error) {
-        say(sectionMessage, `Tasks could not be reloaded: ${error.message}`, "error");
+        say(sectionMessage, `Tasks could not be refreshed: ${error.message}`, "error");
       }
     }),
   );
