@@ -5,7 +5,7 @@ row), disarming disables it. django-celery-beat's DatabaseScheduler reads the en
 and then their schedules in a second query, so a `ClockedSchedule` deleted between the
 two leaves a row without a schedule and stops beat: rows are only deleted (by
 reconciliation) long after they were disabled. Beat keeps no bookkeeping on these rows
-(`tasks.beat.TaskScheduler`), which would undo a re-arm and disable a one-off that ran.
+(`tasks.beat.TaskDatabaseScheduler`), which would undo a re-arm and disable a one-off that ran.
 
 A clocked row whose time is past is due again whenever beat reloads its schedule, so a
 fire can come more than once: `runs.task_fire` takes only the occurrence the task is armed

@@ -22,7 +22,7 @@ class TaskEntry(ModelEntry):
         super().save()
 
 
-class TaskScheduler(DatabaseScheduler):
+class TaskDatabaseScheduler(DatabaseScheduler):
     """The DatabaseScheduler, with `TaskEntry` for its rows."""
 
     Entry = TaskEntry

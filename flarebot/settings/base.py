@@ -194,7 +194,7 @@ CELERY_TASK_ROUTES = {
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 60 * 60 * 2}
 # django-celery-beat's DatabaseScheduler, keeping its bookkeeping off scheduled tasks' rows
 # (tasks/beat.py says why).
-CELERY_BEAT_SCHEDULER = "tasks.beat:TaskScheduler"
+CELERY_BEAT_SCHEDULER = "tasks.beat:TaskDatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     "conversations-reconcile-turns": {
         "task": "conversations.jobs.turns_reconcile",

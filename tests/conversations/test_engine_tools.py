@@ -59,9 +59,12 @@ RENDEZVOUS_SCHEMA = {
     "required": ["me", "other"],
 }
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-# The fixture tools of this module and the memory tools, which the memory app always registers.
+# The fixture tools of this module and the memory and task tools, which their apps always register.
 TOOL_NAMES = [
+    "create_task",
+    "delete_task",
     "forget",
+    "list_tasks",
     "long_job",
     "read_page",
     "recall",
@@ -69,6 +72,7 @@ TOOL_NAMES = [
     "rendezvous",
     "send_postcard",
     "update_memory",
+    "update_task",
     "weather_forecast",
 ]
 INTERRUPTED = {"error": "interrupted", "message": "The tool call was interrupted; its outcome is unknown."}
