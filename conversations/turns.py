@@ -14,6 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -34,6 +35,7 @@ from conversations.models import (
 )
 from conversations.search import search_index_turn
 from conversations.serializers import message_json
+from conversations.signals import turn_ended as turn_ended_signal
 from conversations.titles import conversation_title_from_text
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.rows import rows_insert, rows_update
@@ -90,14 +92,24 @@ class Submitted:
     frames: list[EventFrame]  # turn.queued, committed, for the caller to publish
 
 
-def turn_submit(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str) -> tuple[Turn, bool]:
-    """Store the user's message and a queued turn; a repeated request_id returns the same turn."""
-    submitted = turn_submit_unpublished(conversation_id=conversation_id, request_id=request_id, text=text)
+def turn_submit(
+    *, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str, source: dict[str, Any] | None = None
+) -> tuple[Turn, bool]:
+    """Store the user's message and a queued turn; a repeated request_id returns the same turn.
+
+    `source` marks a message that an upper app sent on the owner's behalf (a scheduled
+    task); it is stored in the message's text part as it is, for the transcript and pages.
+    """
+    submitted = turn_submit_unpublished(
+        conversation_id=conversation_id, request_id=request_id, text=text, source=source
+    )
     transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=submitted.frames))
     return submitted.turn, submitted.created
 
 
-def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str) -> Submitted:
+def turn_submit_unpublished(
+    *, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str, source: dict[str, Any] | None = None
+) -> Submitted:
     """Submit a turn and leave publishing turn.queued to the caller (a socket, on its own loop).
 
     The conversation moves to the top of the list; its first turn titles it, unless the
@@ -112,7 +124,9 @@ def turn_submit_unpublished(*, conversation_id: uuid.UUID, request_id: uuid.UUID
         "conversation_id": conversation_id,
         "turn_id": turn["id"],
         "role": MessageRole.USER.value,
-        "parts": [{"type": "text", "text": text}],
+        "parts": [
+            {"type": "text", "text": text} if source is None else {"type": "text", "text": text, "source": source}
+        ],
         "created_at": now,
         "updated_at": now,
     }
@@ -176,7 +190,9 @@ def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> li
     # Calls still open now were cut off by a crash the turn did not recover from.
     settled = activity_events(turn.id, activities_interrupt(turn_id=turn.id))
     ended = turn_ended(turn.id, status=status, code=code, message=message)
-    return events_append(conversation_id=turn.conversation_id, events=[*settled, ended])
+    frames = events_append(conversation_id=turn.conversation_id, events=[*settled, ended])
+    turn_ended_signal.send(sender=Turn, turn_id=turn.id, conversation_id=turn.conversation_id, status=status)
+    return frames
 
 
 def turn_finish(*, turn_id: uuid.UUID, lease_token: str, status: str, code: str = "", message: str = "") -> bool:
@@ -217,6 +233,25 @@ def turn_cancel(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
     # A running turn stops in its worker, which keeps the partial output and ends it.
     publish_cancel(turn.id)
     return turn.id
+
+
+def turn_cancel_one(*, turn_id: uuid.UUID) -> bool:
+    """Stop one unfinished turn, leaving the conversation's other turns alone; False if it had ended.
+
+    A queued turn ends now; a running one stops in its worker, keeping its partial output.
+    """
+    with transaction.atomic():
+        turn = Turn.objects.select_for_update().filter(id=turn_id, status__in=UNFINISHED).first()
+        if turn is None:
+            return False
+        Turn.objects.filter(id=turn.id).update(cancel_requested=True)
+        if turn.status == TurnStatus.QUEUED:
+            frames = _finish(turn, TurnStatus.CANCELLED)
+            run = turn_next_runnable(conversation_id=turn.conversation_id)
+            _after_commit(turn.conversation_id, frames, run=run)
+            return True
+    publish_cancel(turn.id)
+    return True
 
 
 def turns_stop_for_deletion(*, conversation_id: uuid.UUID) -> None:

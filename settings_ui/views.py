@@ -17,6 +17,8 @@ from flarebot.core.errors import LimitReached
 from flarebot.core.sessions import SessionState, owner_session_end, owner_session_state
 from flarebot.core.signin import owner_signin
 from memory.services import MAX_CONTENT, MAX_FACTS
+from tasks.schedule import CRON_MAX
+from tasks.services import INSTRUCTIONS_MAX, MAX_TASKS, NAME_MAX
 
 
 class SignInForm(forms.Form):
@@ -51,7 +53,15 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     if not _is_owner(request):
         return HttpResponseRedirect("/login/?next=/settings/")
     keyed = [(provider, PROVIDER_LABELS[provider]) for provider in KEYED_PROVIDERS]
-    limits = {"instructions": INSTRUCTIONS_MAX_UTF16, "memory_facts": MAX_FACTS, "memory_length": MAX_CONTENT}
+    limits = {
+        "instructions": INSTRUCTIONS_MAX_UTF16,
+        "memory_facts": MAX_FACTS,
+        "memory_length": MAX_CONTENT,
+        "tasks": MAX_TASKS,
+        "task_name": NAME_MAX,
+        "task_instructions": INSTRUCTIONS_MAX,
+        "task_cron": CRON_MAX,
+    }
     return render(request, "settings.html", {"keyed_providers": keyed, "limits": limits})
 
 

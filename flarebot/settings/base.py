@@ -193,7 +193,9 @@ CELERY_TASK_ROUTES = {
 # Above the longest turn, so Redis never redelivers a turn that is still running;
 # the lease in the database, not the broker, decides who owns a turn.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 60 * 60 * 2}
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's DatabaseScheduler, keeping its bookkeeping off scheduled tasks' rows
+# (tasks/beat.py says why).
+CELERY_BEAT_SCHEDULER = "tasks.beat:TaskDatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     "conversations-reconcile-turns": {
         "task": "conversations.jobs.turns_reconcile",
@@ -213,6 +215,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "tools.jobs.browser_leases_sweep",
         "schedule": 60.0,
         "options": {"expires": 60.0},
+    },
+    "tasks-reconcile": {
+        # Scheduled tasks: fires, dispatches and run projections that a lost message or a
+        # crash left behind, and schedules missing from beat (tasks.runs.tasks_reconcile).
+        "task": "tasks.jobs.tasks_reconcile",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
     },
     "conversations-finish-deletions": {
         "task": "conversations.jobs.conversation_finish_deletions",

@@ -113,7 +113,14 @@ class Turn {
     this.userEl.classList.toggle("pending", pending);
     const bubble = el("div", "bubble");
     bubble.textContent = textOf(message.parts);
-    this.userEl.replaceChildren(bubble);
+    // A message a scheduled task sent for the owner says so (PROTOCOL.md addition: `source`).
+    const source = (message.parts || []).find((p) => p.type === "text" && p.source && p.source.kind === "task")?.source;
+    if (source) {
+      this.userEl.dataset.source = "task";
+      this.userEl.replaceChildren(el("div", "source", `Scheduled task: ${source.name || ""}`), bubble);
+    } else {
+      this.userEl.replaceChildren(bubble);
+    }
     if (message.id) this.userEl.dataset.messageId = message.id;
   }
 
@@ -365,6 +372,12 @@ class ConversationView {
     stick = true;
     this.flush();
     this.changed();
+    const linked = location.hash.startsWith("#turn-") ? document.getElementById(location.hash.slice(1)) : null;
+    if (linked) {
+      stick = false;
+      linked.scrollIntoView({ block: "start" });
+      linked.classList.add("linked");
+    }
     document.body.dataset.ready = "1"; // the transcript is on screen (bench/pages.py waits for it)
   }
 
@@ -373,6 +386,7 @@ class ConversationView {
     if (!turn) {
       turn = new Turn(this, key);
       turn.id = key.startsWith("request:") || key.startsWith("message:") ? null : key;
+      if (turn.id) turn.el.id = `turn-${turn.id}`; // a task run's link lands here
       this.turns.set(key, turn);
       this.root.append(turn.el);
     }
@@ -506,6 +520,7 @@ class ConversationView {
     this.turns.delete(turn.key);
     turn.key = turnId;
     turn.id = turnId;
+    turn.el.id = `turn-${turnId}`;
     this.turns.set(turnId, turn);
     return turn;
   }

@@ -1,10 +1,11 @@
-// The settings page: model and provider keys, the agent's instructions, and its memory.
+// The settings page: model and provider keys, the agent's instructions, its memory and its tasks.
 // Everything is loaded from and saved through /api/settings/ and /api/memories/ (see
 // PROTOCOL.md); the page itself carries no private data. Stored keys are never shown: only
-// "Configured"/"Missing". The Memory section is its own module (memory.js).
+// "Configured"/"Missing". The Memory, Tasks and System sections are modules of their own (memory.js, tasks.js, system.js).
 import { call as api, say } from "./api.js";
 import { memorySection } from "./memory.js";
 import { systemSection } from "./system.js";
+import { tasksSection } from "./tasks.js";
 
 (function () {
   // Limits come from the server (the template), never repeated here.
@@ -218,17 +219,19 @@ import { systemSection } from "./system.js";
 
   const memory = memorySection();
   const system = systemSection();
+  const tasks = tasksSection();
 
   async function load() {
     const pageStatus = byId("page-status");
-    const [catalogView, settings, instructions, facts] = await Promise.allSettled([
+    const [catalogView, settings, instructions, facts, taskList] = await Promise.allSettled([
       api("GET", "/api/settings/model/catalog/"),
       api("GET", "/api/settings/model/"),
       api("GET", "/api/settings/instructions/"),
       memory.load(),
       system.load(),
+      tasks.load(),
     ]);
-    const failures = [catalogView, settings, instructions, facts].filter((r) => r.status === "rejected");
+    const failures = [catalogView, settings, instructions, facts, taskList].filter((r) => r.status === "rejected");
     if (catalogView.status === "fulfilled" && settings.status === "fulfilled") {
       catalog = catalogView.value.providers;
       showSettings(settings.value);

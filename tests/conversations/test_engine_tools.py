@@ -59,11 +59,14 @@ RENDEZVOUS_SCHEMA = {
     "required": ["me", "other"],
 }
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-# The fixture tools of this module and the tools the apps always register (memory, web, browser tasks).
+# The fixture tools of this module and the tools the apps always register (memory, tasks, web, browser tasks).
 TOOL_NAMES = [
     "browser_read",
     "browser_task_propose",
+    "create_task",
+    "delete_task",
     "forget",
+    "list_tasks",
     "long_job",
     "read_page",
     "read_url",
@@ -72,6 +75,7 @@ TOOL_NAMES = [
     "rendezvous",
     "send_postcard",
     "update_memory",
+    "update_task",
     "weather_forecast",
     "web_search",
 ]

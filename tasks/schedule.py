@@ -1,0 +1,268 @@
+"""Schedules of tasks: what is accepted, its normal form, and when it occurs.
+
+A schedule is a one-off instant (`once`) or a five-field numeric cron expression read as
+wall-clock times of an IANA zone (`cron`). Both are normalized before anything compares
+them (a creation retry, an unchanged one-off in an update): whitespace, leading zeros,
+offsets to UTC, the zone's spelling.
+
+Occurrences of a cron schedule are the wall-clock times it matches, each mapped to one
+instant: a time that does not exist (skipped by a daylight-saving change) maps to the
+first instant after the change, a time that occurs twice to its first occurrence, and an
+instant is used once however many times map to it. `cronsim` (written for healthchecks)
+enumerates the wall-clock times; it reads the day fields as cron does: when both
+day-of-month and day-of-week are restricted, either one matching fires (Celery's own
+`crontab` requires both, so it is not used).
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Any, Literal
+
+from cronsim import CronSim, CronSimError
+
+from tasks.errors import ScheduleInvalid
+
+CRON_MAX = 120  # characters of an expression
+UPCOMING = 5  # instants shown ahead
+# How many past occurrences one missed run counts at most (a one-minute schedule stopped
+# for 70 days); beyond it the count says "at least".
+COUNT_MAX = 100_000
+
+# name, lowest, highest (day-of-week 7 is Sunday, as 0)
+_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day-of-month", 1, 31), ("month", 1, 12), ("day-of-week", 0, 7))
+_NUMBER = r"[0-9]{1,4}"
+_ITEM = re.compile(rf"^(?:(\*)|({_NUMBER})(?:-({_NUMBER}))?)(?:/({_NUMBER}))?$")
+_ACCEPTED = (
+    "five fields (minute hour day-of-month month day-of-week) of numbers, `*`, lists (1,15), "
+    "ranges (1-5) and steps on `*` or a range (*/15, 8-18/2)"
+)
+_INSTANT = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(Z|[+-][0-9]{2}:[0-9]{2})$")
+OFFSET_MAX = timedelta(hours=14)  # the widest offset any zone uses
+_UTC_NAMES = {"utc", "etc/utc", "etc/uct", "uct", "etc/universal", "universal", "etc/zulu", "zulu"}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A normalized schedule: `at` for a one-off, `expression` and `timezone` for cron."""
+
+    kind: Literal["once", "cron"]
+    at: datetime | None = None
+    expression: str = ""
+    timezone: str = "UTC"
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the contract's `schedule` object."""
+        if self.kind == "once":
+            assert self.at is not None
+            return {"kind": "once", "at": instant_text(self.at)}
+        return {"kind": "cron", "expression": self.expression, "timezone": self.timezone}
+
+
+def instant_text(at: datetime) -> str:
+    """An instant as a schedule writes it: whole seconds, UTC, `Z`."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def schedule_parse(raw: Any) -> Schedule:
+    """Check a schedule object and return it normalized; raise ScheduleInvalid with what is accepted."""
+    if not isinstance(raw, dict):
+        raise ScheduleInvalid('schedule: an object, {"kind": "once", "at": ...} or {"kind": "cron", ...}.')
+    kind = raw.get("kind")
+    if kind == "once":
+        _only(raw, {"kind", "at"})
+        return Schedule("once", at=instant_parse(raw.get("at")))
+    if kind == "cron":
+        _only(raw, {"kind", "expression", "timezone"})
+        zone = zone_parse(raw.get("timezone", "UTC"))
+        expression = cron_parse(raw.get("expression"))
+        cron_check(expression)
+        schedule = Schedule("cron", expression=expression, timezone=zone)
+        if next(occurrences(schedule, after=datetime.now(UTC)), None) is None:
+            raise ScheduleInvalid("schedule.expression: this expression never occurs (such as 30 February).")
+        return schedule
+    raise ScheduleInvalid('schedule.kind: "once" or "cron".')
+
+
+def _only(raw: dict[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ScheduleInvalid(f"schedule.{unknown[0]}: not a field of a {raw['kind']} schedule.")
+
+
+def instant_parse(raw: Any) -> datetime:
+    """Parse a one-off instant: whole seconds with `Z` or an explicit offset, a real date; returned in UTC."""
+    message = (
+        "schedule.at: a date and time in whole seconds with Z or an offset, such as 2096-02-29T09:30:00Z "
+        "or 2096-02-29T10:30:00+01:00."
+    )
+    if not isinstance(raw, str):
+        raise ScheduleInvalid(message)
+    match = _INSTANT.match(raw)
+    if match is None:
+        raise ScheduleInvalid(message)
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    offset = match.group(7)
+    try:
+        local = datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        raise ScheduleInvalid(f"schedule.at: {raw[:10]} is not a date in the calendar.") from None
+    if offset == "Z":
+        delta = timedelta(0)
+    else:
+        if offset == "-00:00":
+            raise ScheduleInvalid("schedule.at: -00:00 means an unknown offset; give Z or the real offset.")
+        hours, minutes = int(offset[1:3]), int(offset[4:6])
+        delta = timedelta(hours=hours, minutes=minutes)
+        if minutes > 59 or delta > OFFSET_MAX:
+            raise ScheduleInvalid("schedule.at: an offset from -14:00 to +14:00.")
+        if offset[0] == "-":
+            delta = -delta
+    try:
+        return (local - delta).replace(tzinfo=UTC)
+    except OverflowError:
+        raise ScheduleInvalid(message) from None
+
+
+def cron_parse(raw: Any) -> str:
+    """Check a cron expression and return its normal form (single spaces, no leading zeros)."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ScheduleInvalid(f"schedule.expression: {_ACCEPTED}.")
+    if len(raw) > CRON_MAX:
+        raise ScheduleInvalid(f"schedule.expression: at most {CRON_MAX} characters.")
+    if raw.strip().startswith("@"):
+        raise ScheduleInvalid(f"schedule.expression: nicknames such as @daily are not accepted; {_ACCEPTED}.")
+    fields = raw.split()
+    if len(fields) != len(_FIELDS):
+        extra = " (seconds are not accepted)" if len(fields) == 6 else ""
+        raise ScheduleInvalid(f"schedule.expression: {len(fields)} fields{extra}; {_ACCEPTED}.")
+    return " ".join(_field_parse(text, *spec) for text, spec in zip(fields, _FIELDS, strict=True))
+
+
+def _field_parse(text: str, name: str, low: int, high: int) -> str:
+    items = []
+    for item in text.split(","):
+        match = _ITEM.match(item)
+        if match is None:
+            if re.search(r"[A-Za-z]", item):
+                what = "names of days or months are" if name in ("month", "day-of-week") else "letters are"
+                raise ScheduleInvalid(f"schedule.expression: {name} {item!r}: {what} not accepted; {_ACCEPTED}.")
+            raise ScheduleInvalid(f"schedule.expression: {name} {item!r} is not valid; {_ACCEPTED}.")
+        star, start, end, step = match.groups()
+        if star is not None:
+            normal = "*"
+            span = high - low + 1
+        else:
+            first = int(start)
+            last = int(end) if end is not None else first
+            for value in (first, last):
+                if not low <= value <= high:
+                    raise ScheduleInvalid(f"schedule.expression: {name} {value} is outside {low}-{high}.")
+            if last < first:
+                raise ScheduleInvalid(f"schedule.expression: {name} range {first}-{last} runs backwards.")
+            normal = str(first) if end is None else f"{first}-{last}"
+            span = last - first + 1
+            if step is not None and end is None:
+                raise ScheduleInvalid(
+                    f"schedule.expression: {name} {item!r}: a step goes on `*` or a range (*/{int(step)} or "
+                    f"{first}-{high}/{int(step)})."
+                )
+        if step is not None:
+            every = int(step)
+            if not 1 <= every <= span:
+                raise ScheduleInvalid(f"schedule.expression: {name} step {every} must be 1-{span}.")
+            normal = f"{normal}/{every}"
+        items.append(normal)
+    return ",".join(items)
+
+
+@cache
+def _zones() -> dict[str, str]:
+    return {name.lower(): name for name in zoneinfo.available_timezones()}
+
+
+def zone_parse(raw: Any) -> str:
+    """Check an IANA zone name and return its spelling in the zone database (UTC for its aliases)."""
+    message = "schedule.timezone: an IANA time zone such as Europe/Berlin or UTC."
+    if not isinstance(raw, str) or not raw or len(raw) > 64:
+        raise ScheduleInvalid(message)
+    folded = raw.lower()
+    if folded in _UTC_NAMES:
+        return "UTC"
+    name = _zones().get(folded)
+    if name is None or name.lower().startswith(("posix/", "right/")) or name == "localtime":
+        raise ScheduleInvalid(f"schedule.timezone: {raw[:64]!r} is not an IANA time zone.")
+    return name
+
+
+def zone(name: str) -> zoneinfo.ZoneInfo:
+    return zoneinfo.ZoneInfo(name)
+
+
+def _instant(wall: datetime, tz: zoneinfo.ZoneInfo) -> datetime:
+    """The instant of a wall-clock time: the first after a gap, the earlier of a repeated time."""
+    while True:
+        local = wall.replace(tzinfo=tz, fold=0)
+        instant = local.astimezone(UTC)
+        if instant.astimezone(tz).replace(tzinfo=None) == wall:
+            return instant
+        # Skipped by a change of offset: the first whole minute after the gap is where it
+        # ends (every offset change of the zone database falls on a whole minute).
+        wall = wall.replace(second=0) + timedelta(minutes=1)
+
+
+def occurrences(schedule: Schedule, *, after: datetime) -> Iterator[datetime]:
+    """Yield the schedule's instants strictly after `after`, in order (UTC)."""
+    if schedule.kind == "once":
+        assert schedule.at is not None
+        if schedule.at > after:
+            yield schedule.at
+        return
+    tz = zone(schedule.timezone)
+    # Wall-clock times map to instants in order, so the walk starts at `after`'s own wall
+    # clock; in a repeated hour's second pass the first times map to earlier instants (the
+    # first pass), and are skipped like every instant already yielded.
+    last = after
+    for wall in CronSim(schedule.expression, after.astimezone(tz).replace(tzinfo=None)):
+        instant = _instant(wall, tz)
+        if instant <= last:
+            continue
+        last = instant
+        yield instant
+
+
+def upcoming(schedule: Schedule, *, start: datetime, count: int = UPCOMING) -> list[datetime]:
+    """Return the first `count` instants at or after `start`."""
+    result = []
+    for instant in occurrences(schedule, after=start - timedelta(seconds=1)):
+        result.append(instant)
+        if len(result) == count:
+            break
+    return result
+
+
+def occurrences_between(schedule: Schedule, *, first: datetime, until: datetime) -> tuple[list[datetime], int]:
+    """The instants from `first` to `until` (both included): the last two of them, and how many (at most COUNT_MAX)."""
+    count = 0
+    tail: list[datetime] = []
+    for instant in occurrences(schedule, after=first - timedelta(seconds=1)):
+        if instant > until:
+            break
+        count += 1
+        tail = [*tail[-1:], instant]
+        if count >= COUNT_MAX:
+            break
+    return tail, count
+
+
+def cron_check(expression: str) -> None:
+    """Refuse an expression whose days no month of it has (cronsim refuses those up front)."""
+    try:
+        CronSim(expression, datetime(2000, 1, 1))
+    except CronSimError:
+        raise ScheduleInvalid("schedule.expression: this expression never occurs (such as 30 February).") from None

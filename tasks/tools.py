@@ -1,0 +1,282 @@
+"""The task tools the model may call on the current conversation's tasks.
+
+`create_task`, `update_task` and `delete_task` are effects, `list_tasks` a read. They
+validate with the same services as the API. `create_task` makes the task's id from the
+conversation and the tool call id, so a call replayed after a lost reply finds its task
+(or its tombstone) and creates nothing again. What the tasks refuse comes back as
+`{"ok": false, "error", "message", ...}` (with the task as it is now for a stale
+version). A card shows the task's name and its next run in the task's own zone.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from flarebot.core.database import db
+from flarebot.core.errors import FlarebotError
+from tasks import selectors, services
+from tasks.models import Task
+from tasks.schedule import CRON_MAX
+from tools.registry import Effect, Tool, ToolContext, ToolFailed, tool_register
+
+DEADLINE = 15.0
+UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+# The ids of tasks that `create_task` calls make: uuid5 of this namespace and "conversation:call".
+CREATE_NAMESPACE = uuid.UUID("6f1d2b8e-3c4a-4e7f-8b1d-2a9c5e7f1b3d")
+
+_SCHEDULE = {
+    "type": "object",
+    "description": (
+        'Either {"kind": "once", "at": "2096-02-29T09:30:00Z"} (a future instant, whole seconds, Z or an offset) '
+        'or {"kind": "cron", "expression": "0 9 * * 1", "timezone": "Europe/Berlin"}: five numeric fields '
+        "(minute hour day-of-month month day-of-week; *, lists, ranges, steps on * or a range; no names, "
+        f"seconds or nicknames; at most {CRON_MAX} characters) read as wall-clock times of the IANA zone "
+        "(default UTC). Ask the owner for their zone when it matters."
+    ),
+}
+_ID = {"type": "string", "pattern": UUID_PATTERN, "description": "The task's id, as list_tasks gave it."}
+_VERSION = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": services.MAX_VERSION,
+    "description": "The version you last saw; a stale one changes nothing and returns the current task.",
+}
+_NAME = {"type": "string", "description": f"A short name, at most {services.NAME_MAX} characters."}
+_INSTRUCTIONS = {
+    "type": "string",
+    "description": (
+        "What to do at each run, written as the owner's message to you; it is sent to this conversation "
+        f"as a user message. At most {services.INSTRUCTIONS_MAX:,} characters."
+    ),
+}
+_ENABLED = {"type": "boolean", "description": "Whether it runs on its schedule (default true)."}
+
+
+def create_id(*, conversation_id: uuid.UUID, tool_call_id: str) -> uuid.UUID:
+    """Return the id of the task a `create_task` call makes: the same for every replay of the call."""
+    return uuid.uuid5(CREATE_NAMESPACE, f"{conversation_id}:{tool_call_id}")
+
+
+def _task(task: Task) -> dict[str, Any]:
+    view = selectors.task_view(task)
+    return {
+        "id": view["id"],
+        "name": view["name"],
+        "instructions": view["instructions"],
+        "schedule": view["schedule"],
+        "enabled": view["enabled"],
+        "version": view["version"],
+        "next_run_at": view["next_run_at"],
+        "upcoming": view["upcoming"],
+        "scheduling_error": view["scheduling_error"],
+    }
+
+
+def _refused(error: FlarebotError) -> dict[str, Any]:
+    result: dict[str, Any] = {"ok": False, "error": error.code, "message": error.message}
+    current = error.extra.get("current")
+    if isinstance(current, dict):
+        result["current"] = {k: current[k] for k in ("id", "name", "schedule", "enabled", "version") if k in current}
+    if error.code == "task_limit":
+        result["limit"] = services.MAX_TASKS
+    return result
+
+
+def _check(context: ToolContext) -> None:
+    if context.cancelled.is_set():
+        raise ToolFailed("Nothing was changed: the turn was stopped.")
+
+
+def _create(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    task_id = create_id(conversation_id=context.conversation_id, tool_call_id=context.tool_call_id)
+    cleaned = services.task_input_clean(
+        name=data["name"],
+        instructions=data["instructions"],
+        schedule=data["schedule"],
+        enabled=data.get("enabled", True),
+    )
+    if not context.conversation_live():
+        raise ToolFailed("Nothing was created: this conversation is being deleted.")
+    task, created = services.task_create(task_id=task_id, conversation_id=context.conversation_id, data=cleaned)
+    return {"ok": True, "task": _task(task), "replayed": not created}
+
+
+async def create_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    _check(context)
+    try:
+        return await db(_create)(context, data)
+    except FlarebotError as error:
+        return _refused(error)
+
+
+def _list(context: ToolContext) -> dict[str, Any]:
+    tasks = selectors.task_list(conversation_id=context.conversation_id)
+    return {"ok": True, "tasks": [_task(task) for task in tasks]}
+
+
+async def list_tasks(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    return await db(_list)(context)
+
+
+def _update(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    task_id = uuid.UUID(data["id"])
+    # Fields left out keep their current value; the update itself compares the version.
+    current = selectors.task_view(selectors.task_get(task_id=task_id, conversation_id=context.conversation_id))
+    task = services.task_update(
+        task_id=task_id,
+        expected_version=data["expected_version"],
+        name=data.get("name", current["name"]),
+        instructions=data.get("instructions", current["instructions"]),
+        schedule=data.get("schedule", current["schedule"]),
+        enabled=data.get("enabled", current["enabled"]),
+        conversation_id=context.conversation_id,
+    )
+    return {"ok": True, "task": _task(task)}
+
+
+async def update_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    _check(context)
+    try:
+        return await db(_update)(context, data)
+    except FlarebotError as error:
+        return _refused(error)
+
+
+def _delete(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    deleted = services.task_delete(
+        task_id=uuid.UUID(data["id"]),
+        expected_version=data["expected_version"],
+        conversation_id=context.conversation_id,
+    )
+    return {"ok": True, "id": data["id"], "deleted": True, "was_present": deleted}
+
+
+async def delete_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    _check(context)
+    try:
+        return await db(_delete)(context, data)
+    except FlarebotError as error:
+        return _refused(error)
+
+
+def _when(task: dict[str, Any]) -> str:
+    """The task's next run as the owner reads it: in the task's zone (UTC for a one-off)."""
+    at = task.get("next_run_at")
+    if not isinstance(at, str):
+        return "no next run"
+    schedule = task.get("schedule") or {}
+    zone = schedule.get("timezone", "UTC") if isinstance(schedule, dict) else "UTC"
+    try:
+        local = datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(ZoneInfo(zone))
+    except (ValueError, KeyError):
+        return "next run " + at
+    return f"next run {local:%a %d %b %Y, %H:%M} {zone}"
+
+
+_FAILED = {
+    "invalid_schedule": "Not saved: the schedule is not valid",
+    "invalid_task": "Not saved: the name or instructions are not valid",
+    "task_limit": f"Not created: {services.MAX_TASKS} tasks already",
+    "version_conflict": "Not changed: the task was changed elsewhere",
+    "not_found": "Not changed: no such task in this conversation",
+    "id_conflict": "Not created: this call's task was deleted",
+    "conversation_not_found": "Not created: this conversation is gone",
+}
+
+
+def _summary(success: str) -> Any:
+    def summarize(output: Any) -> str:
+        if not isinstance(output, dict):
+            return ""
+        if output.get("ok") is False:
+            return _FAILED.get(str(output.get("error")), "Not done")
+        if isinstance(output.get("tasks"), list):
+            count = len(output["tasks"])
+            return f"{count} task{'' if count == 1 else 's'} in this conversation"
+        if output.get("was_present") is False:
+            return "Already deleted"
+        task = output.get("task")
+        if isinstance(task, dict):
+            return f"{success} “{str(task.get('name', ''))[:80]}”, {_when(task)}"
+        return success
+
+    return summarize
+
+
+def _schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+TOOLS = [
+    Tool(
+        "create_task",
+        "Schedule a task in this conversation: at each occurrence its instructions are sent here as the owner's "
+        "message and you answer them, with your tools, while nobody needs to be connected. "
+        f"At most {services.MAX_TASKS} tasks.",
+        _schema(
+            ["name", "instructions", "schedule"],
+            name=_NAME,
+            instructions=_INSTRUCTIONS,
+            schedule=_SCHEDULE,
+            enabled=_ENABLED,
+        ),
+        create_task,
+        deadline=DEADLINE,
+        effect=Effect.EFFECT,
+        label="Schedule a task",
+        summarize=_summary("Scheduled"),
+        output_limit=16 * 1024,
+    ),
+    Tool(
+        "list_tasks",
+        "List this conversation's scheduled tasks with their id, version, schedule and next runs.",
+        _schema([]),
+        list_tasks,
+        deadline=DEADLINE,
+        effect=Effect.READ,
+        label="List scheduled tasks",
+        summarize=_summary("Listed tasks"),
+        output_limit=64 * 1024,
+    ),
+    Tool(
+        "update_task",
+        "Change a scheduled task of this conversation. Give its id and the version you last saw; fields you "
+        "leave out keep their value. A one-off that ran needs a new future instant to run again.",
+        _schema(
+            ["id", "expected_version"],
+            id=_ID,
+            expected_version=_VERSION,
+            name=_NAME,
+            instructions=_INSTRUCTIONS,
+            schedule=_SCHEDULE,
+            enabled=_ENABLED,
+        ),
+        update_task,
+        deadline=DEADLINE,
+        effect=Effect.EFFECT,
+        label="Change a scheduled task",
+        summarize=_summary("Changed"),
+        output_limit=16 * 1024,
+    ),
+    Tool(
+        "delete_task",
+        "Delete a scheduled task of this conversation for good (its run history too; the transcript stays). "
+        "Give its id and the version you last saw.",
+        _schema(["id", "expected_version"], id=_ID, expected_version=_VERSION),
+        delete_task,
+        deadline=DEADLINE,
+        effect=Effect.EFFECT,
+        label="Delete a scheduled task",
+        summarize=_summary("Deleted a task"),
+        output_limit=8 * 1024,
+    ),
+]
+
+
+def task_tools_register() -> None:
+    """Offer the task tools to the model."""
+    for tool in TOOLS:
+        tool_register(tool)
