@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import harness  # noqa: E402
-from tests.support.fake_providers import Text  # noqa: E402
+from tests.support.fake_providers import Step, Text  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "recovery.json"
 
@@ -45,7 +45,7 @@ def _events(client, conversation_id: str) -> list[dict]:
 
 
 def _round(bench: harness.BenchStack) -> dict[str, float]:
-    saga = [Text(f"Line {i:03d}. ", delay=0.1) for i in range(600)]  # a minute if never cut off
+    saga: list[Step] = [Text(f"Line {i:03d}. ", delay=0.1) for i in range(600)]  # a minute if never cut off
     bench.providers.script(saga, [Text("And so it ends.")])
     with bench.client() as client:
         conversation = client.post("/api/conversations/", json={"name": "Recovery"}).json()["id"]
