@@ -9,13 +9,17 @@ class ToolsConfig(AppConfig):
 
     def ready(self) -> None:
         from tools.registry import tool_register
+        from tools.shell.tool import SHELL
         from tools.web.browser_read import BROWSER_READ
         from tools.web.read_url import READ_URL
         from tools.web.search import WEB_SEARCH
 
-        for tool in (WEB_SEARCH, READ_URL, BROWSER_READ):
+        for tool in (WEB_SEARCH, READ_URL, BROWSER_READ, SHELL):
             tool_register(tool)
         from flarebot.core.probes import probe_register
+        from tools.shell.engine import docker_probe, sandbox_image_probe
         from tools.web.browser import chromium_probe
 
         probe_register("chromium", "Chromium (browser_read)", chromium_probe)
+        probe_register("docker", "Docker engine (shell)", docker_probe)
+        probe_register("sandbox_image", "Sandbox image (shell)", sandbox_image_probe)

@@ -1,4 +1,4 @@
-"""Celery jobs of the tools app: browser lease cleanup and reconciliation (queue `tools`)."""
+"""Celery jobs of the tools app: browser and shell lease cleanup and reconciliation (queue `tools`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
 from tools.models import BrowserLeaseState
+from tools.shell.leases import shell_lease_settle, shell_leases_reconcile
 from tools.web import leases
 from tools.web.browser import CLOSE_TIMEOUT, browser_pools, chromium_path
 
@@ -33,6 +34,38 @@ def browser_leases_sweep() -> None:
     leases.browser_leases_reconcile()
     for lease_id in leases.browser_leases_expired():
         browser_lease_cleanup.delay(str(lease_id))
+
+
+# Seconds between retries of a shell container's removal: 5, 10, 20, 40, then every 60.
+SHELL_RETRY_FIRST = 5.0
+SHELL_RETRY_MAX = 60.0
+
+
+@shared_task(name="tools.jobs.shell_lease_cleanup")
+def shell_lease_cleanup(lease_id: str, attempt: int = 1) -> None:
+    """Try once more to remove a shell lease's container; retried with backoff until it is gone.
+
+    It never gives up: the lease keeps its place under the limit until removal is
+    confirmed (an engine that is down for long makes the shell busy, never unbounded).
+    """
+    if shell_lease_settle(lease_id=uuid.UUID(lease_id)):
+        return
+    countdown = min(SHELL_RETRY_MAX, SHELL_RETRY_FIRST * 2 ** min(attempt, 4))
+    shell_lease_cleanup.apply_async(args=(lease_id, attempt + 1), countdown=countdown)
+
+
+@shared_task(name="tools.jobs.shell_leases_sweep")
+def shell_leases_sweep() -> None:
+    """Remove the containers of gone processes, expired or pending leases, and unexplained ones."""
+    shell_leases_reconcile()
+
+
+@worker_ready.connect
+def _shells_on_start(**kwargs: Any) -> None:
+    try:
+        shell_leases_reconcile()
+    except Exception:
+        logger.exception("could not reconcile shell leases at start; the sweep retries")
 
 
 @worker_ready.connect

@@ -123,3 +123,45 @@ class BrowserLease(BaseModel):
             # browser_leases_sweep: open leases past their expiry
             models.Index(fields=["expires_at"], name="tools_lease_expiry_open", condition=models.Q(state="open")),
         ]
+
+
+class ShellLeaseState(models.TextChoices):
+    OPEN = "open", "Open"  # recorded before the container is created: it may exist
+    PENDING = "pending", "Removal pending"  # a removal failed or was too slow; the cleanup job retries
+
+
+class ShellLease(BaseModel):
+    """One shell container (`flarebot-sh-<id hex>`), recorded before it is created.
+
+    The row is deleted only once the container's removal is confirmed (or the engine says
+    it does not exist), so a row is the only proof a container may still be there; rows
+    outlive their conversation's deletion. Any process can remove a container through the
+    engine, so there is no "ask the holder": `holder` only tells the reconciliation
+    whether the call's process is gone. While a lease exists it keeps its call's place
+    under the shell's concurrency limit (`slot`, `slot_holder`): a lease whose removal is
+    pending still counts toward the limit.
+    """
+
+    conversation_id = models.UUIDField()
+    turn_id = models.UUIDField()
+    tool_call_id = models.CharField(max_length=128)
+    holder = models.CharField(max_length=200)
+    state = models.CharField(max_length=16, choices=ShellLeaseState.choices, default=ShellLeaseState.OPEN)
+    # The end of the call's lifetime plus its removal: past it, the call has ended.
+    expires_at = models.DateTimeField()
+    # Deletion of the conversation asked for removal: a container created after it never starts.
+    removal_requested_at = models.DateTimeField(null=True, blank=True)
+    slot = models.PositiveIntegerField(null=True, blank=True)
+    slot_holder = models.CharField(max_length=32, blank=True, default="")
+    cleanup_attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=ShellLeaseState.values), name="tools_shell_lease_state_valid"
+            ),
+        ]
+        indexes = [
+            # shell_cleanup (conversation deletion): a conversation's leases
+            models.Index(fields=["conversation_id"], name="tools_shell_lease_conversation"),
+        ]

@@ -205,11 +205,30 @@ async def _run_bounded(tool: Tool, context: ToolContext, data: dict[str, Any]) -
     reason = "cancelled" if context.cancelled.is_set() else "timeout"
     await _stop(tool, context, task, reason)
     if reason == "cancelled":
-        return failed_call(ActivityStatus.CANCELLED, "cancelled", CANCELLED_MESSAGE)
-    label = tool.label or tool.name
-    return failed_call(
-        ActivityStatus.FAILED, "timeout", f"{label} did not finish within {tool.deadline:g} s and was stopped."
-    )
+        stopped = failed_call(ActivityStatus.CANCELLED, "cancelled", CANCELLED_MESSAGE)
+    else:
+        label = tool.label or tool.name
+        message = f"{label} did not finish within {tool.deadline:g} s and was stopped."
+        stopped = failed_call(ActivityStatus.FAILED, "timeout", message)
+    return _with_partial(tool, task, stopped)
+
+
+def _with_partial(tool: Tool, task: asyncio.Future[Any], stopped: CallResult) -> CallResult:
+    """Keep what a stopped call handed back within its grace (a shell's output so far) as `partial`.
+
+    The outcome stays the engine's (cancelled or timed out); the value only travels beside it.
+    """
+    if not task.done() or task.cancelled() or task.exception() is not None:
+        return stopped
+    partial = task.result()
+    if not isinstance(partial, dict):
+        return stopped
+    try:
+        json_size(partial)
+    except (TypeError, ValueError):
+        return stopped
+    output = output_bound({**stopped.output, "partial": partial}, limit=tool.output_limit)
+    return CallResult(stopped.status, output, stopped.message)
 
 
 async def _stop(tool: Tool, context: ToolContext, task: asyncio.Future[Any], reason: str) -> None:

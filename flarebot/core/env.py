@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,8 @@ class FlarebotConfig:
     chromium: str | None = None  # the operator's browser for browser_read; else it is looked for
     # Seconds a paused browser task's Chromium context is kept for its resumption.
     browser_task_keep: float = 600.0
+    # The Docker network shell containers join; None: no network at all (the default).
+    shell_network: str | None = None
 
     @property
     def production(self) -> bool:
@@ -166,7 +169,20 @@ def load_config() -> FlarebotConfig:
         search_model=_search_model(),
         chromium=_raw("FLAREBOT_CHROMIUM"),
         browser_task_keep=float(env_int("FLAREBOT_BROWSER_TASK_KEEP", 600, minimum=1, maximum=86_400)),
+        shell_network=_shell_network(),
     )
+
+
+def _shell_network() -> str | None:
+    """FLAREBOT_SHELL_NETWORK: the name of a Docker network (never the host's own stack)."""
+    raw = _raw("FLAREBOT_SHELL_NETWORK")
+    if raw is None or raw == "none":
+        return None
+    if raw == "host" or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", raw):
+        raise ConfigurationError(
+            "FLAREBOT_SHELL_NETWORK must name a Docker network (letters, digits, _ . -), not host or container:..."
+        )
+    return raw
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:

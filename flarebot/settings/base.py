@@ -216,6 +216,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 60.0},
     },
+    "tools-shell-leases-sweep": {
+        # Shell containers whose call's worker died end by their own timeout; this removes
+        # them (and retries pending removals) within a minute or so.
+        "task": "tools.jobs.shell_leases_sweep",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
+    },
     "tasks-reconcile": {
         # Scheduled tasks: fires, dispatches and run projections that a lost message or a
         # crash left behind, and schedules missing from beat (tasks.runs.tasks_reconcile).

@@ -1,0 +1,292 @@
+"""One shell container's life on the engine: create, start, collect its output, remove.
+
+Everything here blocks (the `docker` SDK is synchronous) and runs on the shell's own
+threads (`SHELL_THREADS`), never on the event loop that streams turns. A `Sandbox` is
+driven by its call (`tools.shell.tool`), which may set `stop` at any moment from the loop:
+the collecting thread then kills the container within `POLL` seconds.
+
+The container: the sandbox image as uid 1000, `bash -c` the command under
+`timeout -s KILL` (so it ends itself even if no worker is left to kill it), a read-only
+root with tmpfs `/workspace` (its working directory and home) and `/tmp`, every
+capability dropped, `no-new-privileges`, pids, memory and CPU limits, no environment
+of ours, no mounts, no published ports, no log driver (output is read through attach
+only), and network `none` unless the operator named one (`FLAREBOT_SHELL_NETWORK`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connection
+from docker.errors import APIError, DockerException, NotFound
+from docker.types import Ulimit
+from requests.exceptions import RequestException
+
+from tools.shell.engine import LABEL, LABEL_LEASE, LABEL_SCOPE, SANDBOX_IMAGE, engine_client
+
+logger = logging.getLogger(__name__)
+
+# Limits of every container (the README states them; change both together).
+PIDS_LIMIT = 128
+MEMORY_LIMIT = 512 * 1024 * 1024  # bytes, swap included (no swap)
+CPU_LIMIT = 1.0  # cores
+WORKSPACE_SIZE = "64m"
+TMP_SIZE = "16m"
+NOFILE_LIMIT = 1024
+USER = "1000:1000"
+WORKSPACE = "/workspace"
+
+OUTPUT_CAP = 32 * 1024  # bytes of stdout and stderr together
+POLL = 0.1  # seconds between looks at `stop` and the deadline while output is awaited
+DRAIN = 3.0  # seconds to wait for the stream's end after a kill
+REMOVE_TIMEOUT = 10.0  # seconds a removal may take before it counts as pending
+# The container's own clock runs this much past the call's lifetime: the call kills it
+# first, the container's `timeout` only matters when no call is left to do it.
+SELF_KILL_MARGIN = 0.5
+
+STDOUT, STDERR = 1, 2
+# Threads of this process that talk to the engine: at most 4 calls run at once across
+# the installation, so a few more cover removals retried meanwhile.
+SHELL_THREADS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="shell")
+
+
+class EngineFailed(Exception):
+    """The engine refused or did not answer; the message is safe to show."""
+
+
+def container_name(lease_id: uuid.UUID) -> str:
+    return f"flarebot-sh-{lease_id.hex}"
+
+
+def sandbox_scope() -> str:
+    """Which installation's containers these are: a digest of the database they are leased in.
+
+    Several installations (or test runs) may share one engine; each reconciles only the
+    containers of its own scope, so none removes another's.
+    """
+    db = connection.settings_dict
+    identity = f"{connection.vendor}|{db.get('HOST') or ''}|{db.get('PORT') or ''}|{db.get('NAME')}"
+    return hashlib.sha256(identity.encode()).hexdigest()[:24]
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    truncated: bool
+    timed_out: bool
+    stopped: bool  # the call was cancelled, or its container removed from outside
+
+
+@dataclass
+class Sandbox:
+    """One call's container, driven from the shell threads.
+
+    What it printed is kept on the object as it arrives, so a call stopped from the loop
+    can still hand back the partial output (`outcome`).
+    """
+
+    lease_id: uuid.UUID
+    command: str
+    deadline: float  # time.monotonic() at which the call's lifetime ends
+    scope: str
+    stop: threading.Event = field(default_factory=threading.Event)
+    output_bytes: int = 0  # bytes of output kept so far (read by the progress reports)
+    started_at: float | None = None  # time.monotonic() when it started
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    truncated: bool = False
+    timed_out: bool = False
+    stopped: bool = False
+    exit_code: int | None = None
+
+    @property
+    def name(self) -> str:
+        return container_name(self.lease_id)
+
+    def outcome(self) -> Outcome | None:
+        """What the container did so far; None when it never started."""
+        if self.started_at is None:
+            return None
+        return Outcome(
+            self.exit_code, bytes(self.stdout), bytes(self.stderr), self.truncated, self.timed_out, self.stopped
+        )
+
+    def lifecycle(self, still_wanted: Callable[[], bool]) -> Outcome | None:
+        """Create the container, start it if still wanted, and collect its output; None if not started.
+
+        Raises EngineFailed. Removal is the caller's, whatever happened.
+        """
+        self.create()
+        if self.stop.is_set() or time.monotonic() >= self.deadline or not still_wanted():
+            return None  # created after its call was stopped: removed without ever starting
+        self.run()
+        return self.outcome()
+
+    def create(self) -> None:
+        """Create the container (not started); raises EngineFailed."""
+        remaining = max(0.0, self.deadline - time.monotonic())
+        lifetime = f"{remaining + SELF_KILL_MARGIN:.2f}"
+        network = settings.CONFIG.shell_network
+        api = engine_client().api
+        host_config = api.create_host_config(
+            network_mode=network or "none",
+            read_only=True,
+            tmpfs={
+                WORKSPACE: f"rw,exec,nosuid,nodev,size={WORKSPACE_SIZE},mode=1777",
+                "/tmp": f"rw,exec,nosuid,nodev,size={TMP_SIZE},mode=1777",  # noqa: S108 (the container's own)
+            },
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=PIDS_LIMIT,
+            mem_limit=MEMORY_LIMIT,
+            memswap_limit=MEMORY_LIMIT,
+            nano_cpus=int(CPU_LIMIT * 1e9),
+            ulimits=[Ulimit(name="nofile", soft=NOFILE_LIMIT, hard=NOFILE_LIMIT)],
+            log_config={"type": "none"},
+            shm_size="16m",
+        )
+        try:
+            api.create_container(
+                SANDBOX_IMAGE,
+                command=["timeout", "-s", "KILL", lifetime, "bash", "-c", self.command],
+                name=self.name,
+                user=USER,
+                working_dir=WORKSPACE,
+                hostname="sandbox",
+                labels={LABEL: "1", LABEL_LEASE: str(self.lease_id), LABEL_SCOPE: self.scope},
+                network_disabled=network is None,
+                host_config=host_config,
+            )
+        except (DockerException, RequestException) as error:
+            logger.warning("creating shell container %s failed: %s", self.name, str(error)[:300])
+            raise EngineFailed("The Docker engine could not create the sandbox container.") from None
+
+    def run(self) -> None:
+        """Start the created container and collect its output until it ends, is killed or stopped."""
+        api = engine_client().api
+        try:
+            attached = api.attach_socket(self.name, params={"stdout": 1, "stderr": 1, "stream": 1})
+            # A unix or plain TCP engine gives a SocketIO over the socket; a TLS one the socket itself.
+            raw: socket.socket = getattr(attached, "_sock", attached)
+            api.start(self.name)
+        except (DockerException, RequestException) as error:
+            logger.warning("starting shell container %s failed: %s", self.name, str(error)[:300])
+            raise EngineFailed("The Docker engine could not start the sandbox container.") from None
+        self.started_at = time.monotonic()
+        try:
+            self._collect(raw)
+        finally:
+            attached.close()
+            raw.close()
+        self.exit_code = self._exit_code()
+        if self.exit_code is None and not (self.stopped or self.timed_out):
+            self.stopped = True  # the container went away under us (removed from outside)
+        if self.exit_code is not None and time.monotonic() >= self.deadline:
+            self.timed_out = True  # its own `timeout` ended it at the lifetime
+
+    def _collect(self, raw: socket.socket) -> None:
+        kept = {STDOUT: self.stdout, STDERR: self.stderr}
+        killed_at: float | None = None
+        buffer = b""
+        raw.settimeout(POLL)
+        while True:
+            now = time.monotonic()
+            if killed_at is None:
+                if self.stop.is_set():
+                    self.stopped = True
+                elif now >= self.deadline:
+                    self.timed_out = True
+                if self.stopped or self.timed_out or self.truncated:
+                    self._kill()
+                    killed_at = now
+            elif now - killed_at > DRAIN:
+                break
+            try:
+                chunk = raw.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            buffer += chunk
+            while len(buffer) >= 8:
+                stream, size = struct.unpack(">BxxxL", buffer[:8])
+                if len(buffer) < 8 + size:
+                    break
+                payload, buffer = buffer[8 : 8 + size], buffer[8 + size :]
+                room = OUTPUT_CAP - self.output_bytes
+                if len(payload) > room:
+                    self.truncated = True
+                    payload = payload[:room]
+                if payload and stream in kept:
+                    kept[stream] += payload
+                    self.output_bytes += len(payload)
+
+    def _kill(self) -> None:
+        # A container that is not running any more (it ended, or was removed) is what killing wanted.
+        with contextlib.suppress(APIError, RequestException):
+            engine_client().api.kill(self.name, "KILL")
+
+    def _exit_code(self) -> int | None:
+        try:
+            status = engine_client().api.wait(self.name, timeout=DRAIN)
+        except (DockerException, RequestException):
+            return None
+        code = status.get("StatusCode")
+        return int(code) if isinstance(code, int) else None
+
+
+def container_remove(name: str) -> bool:
+    """Remove a container (killing it first); True once the engine confirms it is gone."""
+    try:
+        engine_client().api.remove_container(name, force=True)
+    except NotFound:
+        return True
+    except APIError as error:
+        if error.status_code == 409 and "already in progress" in str(error):
+            return _gone(name)
+        logger.warning("removing shell container %s failed: %s", name, str(error)[:300])
+        return False
+    except (DockerException, RequestException) as error:
+        logger.warning("removing shell container %s failed: %s", name, str(error)[:300])
+        return False
+    return True
+
+
+def _gone(name: str) -> bool:
+    give_up = time.monotonic() + REMOVE_TIMEOUT
+    while time.monotonic() < give_up:
+        try:
+            engine_client().api.inspect_container(name)
+        except NotFound:
+            return True
+        except (DockerException, RequestException):
+            return False
+        time.sleep(0.1)
+    return False
+
+
+def containers_of_scope(scope: str) -> list[tuple[str, str]]:
+    """(name, lease id) of every shell container of this scope on the engine, running or not."""
+    found = engine_client().api.containers(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_SCOPE}={scope}"]})
+    named = []
+    for container in found:
+        names = container.get("Names") or []
+        lease = (container.get("Labels") or {}).get(LABEL_LEASE, "")
+        if names:
+            named.append((names[0].lstrip("/"), lease))
+    return named
