@@ -145,8 +145,8 @@ class Sandbox:
             network_mode=network or "none",
             read_only=True,
             tmpfs={
-                WORKSPACE: f"rw,exec,nosuid,nodev,size={WORKSPACE_SIZE},mode=1777",
-                "/tmp": f"rw,exec,nosuid,nodev,size={TMP_SIZE},mode=1777",  # noqa: S108 (the container's own)
+                WORKSPACE: f"rw,exec,nosuid,nodev,size={WORKSPACE_SIZE},uid=1000,gid=1000",
+                "/tmp": f"rw,exec,nosuid,nodev,size={TMP_SIZE},uid=1000,gid=1000",  # noqa: S108 (the container's own)
             },
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],

@@ -154,7 +154,11 @@ async def _drive(context: ToolContext, sandbox: Sandbox) -> Outcome | None:
     reporter = asyncio.ensure_future(_report(context, sandbox))
     work = asyncio.get_running_loop().run_in_executor(SHELL_THREADS, sandbox.lifecycle, wanted)
     try:
-        return await asyncio.shield(work)
+        outcome = await asyncio.shield(work)
+        reporter.cancel()
+        if outcome is not None:
+            await _report_now(context, sandbox)  # the final counts, with the call's last update
+        return outcome
     except asyncio.CancelledError:
         sandbox.stop.set()
         # The thread kills the container and ends within a moment (or finishes creating it):
@@ -175,10 +179,18 @@ async def _report(context: ToolContext, sandbox: Sandbox) -> None:
         count = sandbox.output_bytes
         if reported is None or count != reported[0] or now - reported[1] >= QUIET_PROGRESS:
             reported = (count, now)
-            elapsed = now - sandbox.started_at
-            await context.report_progress(
-                {"message": f"{_bytes(count)} of output · {elapsed:.1f} s", "done": count, "total": OUTPUT_CAP}
-            )
+            await _report_now(context, sandbox)
+
+
+async def _report_now(context: ToolContext, sandbox: Sandbox) -> None:
+    """Report the bytes of output kept so far and the time since the start; nothing else."""
+    if sandbox.started_at is None:
+        return
+    count = sandbox.output_bytes
+    elapsed = time.monotonic() - sandbox.started_at
+    await context.report_progress(
+        {"message": f"{_bytes(count)} of output · {elapsed:.1f} s", "done": count, "total": OUTPUT_CAP}
+    )
 
 
 def _bytes(count: int) -> str:
