@@ -46,7 +46,7 @@ def engine(docker_client: docker.DockerClient, db: None) -> Iterator[docker.Dock
 
 def our_containers(client: docker.DockerClient) -> list[Any]:
     filters = {"label": [f"{LABEL}=1", f"{LABEL_SCOPE}={sandbox_scope()}"]}
-    return list(client.containers.list(all=True, filters=filters))
+    return list(client.containers.list(all=True, filters=filters, ignore_removed=True))
 
 
 async def call(data: Any, context: ToolContext | None = None) -> CallResult:
