@@ -7,6 +7,7 @@ PY=.venv/bin/python
 
 bash scripts/ensure-services.sh || exit 1
 bash scripts/ensure-chromium.sh || exit 1
+bash scripts/ensure-docker.sh || exit 1
 
 failed=()
 step() {

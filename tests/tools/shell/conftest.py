@@ -8,6 +8,7 @@ Containers run with network `none`: nothing a test runs can leave the machine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,7 +41,8 @@ def engine(docker_client: docker.DockerClient, db: None) -> Iterator[docker.Dock
     yield docker_client
     left = our_containers(docker_client)
     for container in left:
-        container.remove(force=True)
+        with contextlib.suppress(docker.errors.NotFound):
+            container.remove(force=True)
     assert not left, f"containers left behind: {[c.name for c in left]}"
 
 
