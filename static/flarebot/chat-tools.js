@@ -47,6 +47,40 @@ function prettyJson(value) {
   return text.length > JSON_MAX ? `${text.slice(0, JSON_MAX)}\n… (shortened)` : text;
 }
 
+function text(value) {
+  return typeof value === "string" ? value : "";
+}
+
+/**
+ * The shell's card body: the command, then how it ended and what it printed, all as text
+ * (textContent only; the output is whatever a program wrote and is never markup). A call
+ * stopped by the owner carries what it printed so far in `partial`.
+ */
+export function shellBody(input, output) {
+  const nodes = [el("div", "tool-section", "Command"), el("pre", "tool-json tool-command", text(input?.command))];
+  if (!output || typeof output !== "object") return nodes;
+  const result = output.partial && typeof output.partial === "object" ? output.partial : output;
+  if (!("stdout" in result) && !("stderr" in result) && !result.not_started) return nodes;
+  const facts = [];
+  if (result.not_started) facts.push("not started");
+  if (typeof result.exit_code === "number") facts.push(`exit code ${result.exit_code}`);
+  if (result.timed_out) facts.push("stopped at its time limit");
+  if (output.partial) facts.push("stopped by you");
+  if (result.truncated) facts.push("output cut at the limit");
+  if (result.cleanup === "pending") facts.push("container removal pending");
+  nodes.push(el("div", "tool-section", "Output"));
+  if (facts.length) nodes.push(el("p", "tool-facts", facts.join(" · ")));
+  const stdout = text(result.stdout);
+  const stderr = text(result.stderr);
+  if (stdout) nodes.push(el("pre", "tool-json tool-stdout", stdout));
+  if (stderr) nodes.push(el("pre", "tool-json tool-stderr", stderr));
+  if (!stdout && !stderr && !result.not_started) nodes.push(el("p", "muted", "No output."));
+  return nodes;
+}
+
+// Tools whose card body is shaped for them; every other tool shows its input and result as JSON.
+const BODIES = { shell: shellBody };
+
 export class ToolCard {
   constructor(toolCallId) {
     this.toolCallId = toolCallId;
@@ -139,7 +173,9 @@ export class ToolCard {
     const failure = output && typeof output === "object" && typeof output.message === "string" ? output.message : "";
     if (summary) nodes.push(el("p", status === "succeeded" ? "tool-summary" : "tool-summary error", summary));
     else if (failure && status !== "succeeded") nodes.push(el("p", "tool-summary error", failure));
-    if (this.part) {
+    if (this.part && BODIES[this.part.name]) {
+      nodes.push(...BODIES[this.part.name](this.part.input, output));
+    } else if (this.part) {
       nodes.push(el("div", "tool-section", "Input"), el("pre", "tool-json", prettyJson(this.part.input ?? {})));
       if (output != null) nodes.push(el("div", "tool-section", "Result"), el("pre", "tool-json", prettyJson(output)));
     }

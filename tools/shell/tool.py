@@ -38,7 +38,6 @@ from tools.shell.leases import (
 from tools.shell.sandbox import (
     CPU_LIMIT,
     MEMORY_LIMIT,
-    OUTPUT_CAP,
     PIDS_LIMIT,
     REMOVE_TIMEOUT,
     SHELL_THREADS,
@@ -188,9 +187,8 @@ async def _report_now(context: ToolContext, sandbox: Sandbox) -> None:
         return
     count = sandbox.output_bytes
     elapsed = time.monotonic() - sandbox.started_at
-    await context.report_progress(
-        {"message": f"{_bytes(count)} of output · {elapsed:.1f} s", "done": count, "total": OUTPUT_CAP}
-    )
+    # Counts in the message only: a bar of done/total would read as progress toward the cap.
+    await context.report_progress({"message": f"{_bytes(count)} of output · {elapsed:.1f} s"})
 
 
 def _bytes(count: int) -> str:
