@@ -171,7 +171,11 @@ export class ToolCard {
     const status = this.currentStatus();
     const output = this.part?.output;
     const failure = output && typeof output === "object" && typeof output.message === "string" ? output.message : "";
-    if (summary) nodes.push(el("p", status === "succeeded" ? "tool-summary" : "tool-summary error", summary));
+    // A card's summary is cut at 160 characters; when it is the start of the call's own
+    // failure message (an operator's fix, say), the body shows that message whole.
+    const cut = summary && summary.endsWith("…") && failure.startsWith(summary.slice(0, -1));
+    if (cut && status !== "succeeded") nodes.push(el("p", "tool-summary error", failure));
+    else if (summary) nodes.push(el("p", status === "succeeded" ? "tool-summary" : "tool-summary error", summary));
     else if (failure && status !== "succeeded") nodes.push(el("p", "tool-summary error", failure));
     if (this.part && BODIES[this.part.name]) {
       nodes.push(...BODIES[this.part.name](this.part.input, output));

@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e import chat_support
 from tests.e2e.chat_support import last_answer, open_conversation, send
 from tests.e2e.conftest import screenshot
-from tests.e2e.test_system_page import open_settings, row
+from tests.e2e.test_system_page import row
 from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient
@@ -101,7 +101,8 @@ def test_it_answers_unavailable_with_the_fix_and_the_turn_goes_on_without_docker
     expect(card.locator(".tool-summary")).to_contain_text("dockerd --bridge=none")
     expect(card.locator(".tool-command")).to_have_text("echo hi")
 
-    open_settings(page)
+    page.goto("/settings/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
     page.get_by_role("link", name="System").click()
     page.wait_for_function(
         "() => document.querySelector('#system-list [data-component=docker]')?.dataset.state === 'missing'"
