@@ -59,7 +59,7 @@ RENDEZVOUS_SCHEMA = {
     "required": ["me", "other"],
 }
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-# The fixture tools of this module and the tools the apps always register (memory, tasks, web, browser tasks).
+# The fixture tools of this module and the tools the apps always register (memory, tasks, web, shell, browser tasks).
 TOOL_NAMES = [
     "browser_read",
     "browser_task_propose",
@@ -74,6 +74,7 @@ TOOL_NAMES = [
     "remember",
     "rendezvous",
     "send_postcard",
+    "shell",
     "update_memory",
     "update_task",
     "weather_forecast",

@@ -106,6 +106,10 @@ def shell_lease_settle(*, lease_id: uuid.UUID) -> bool:
     return False
 
 
+def shell_leases_exist(*, conversation_id: uuid.UUID) -> bool:
+    return ShellLease.objects.filter(conversation_id=conversation_id).exists()
+
+
 def shell_leases_request_removal(*, conversation_id: uuid.UUID) -> list[uuid.UUID]:
     """Flag a (deleted) conversation's leases so no container of theirs starts; return their ids."""
     leases = ShellLease.objects.filter(conversation_id=conversation_id)

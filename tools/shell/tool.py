@@ -33,6 +33,7 @@ from tools.shell.leases import (
     shell_lease_removed,
     shell_lease_settle,
     shell_lease_wanted,
+    shell_leases_exist,
     shell_leases_request_removal,
 )
 from tools.shell.sandbox import (
@@ -281,6 +282,8 @@ async def shell_cleanup(request: CleanupRequest) -> None:
         if sandbox is not None:
             sandbox.stop.set()  # its call removes it on the way out
         return
+    if not await db(shell_leases_exist)(conversation_id=request.conversation_id):
+        return  # the common case, answered by a read alone
     lease_ids = await db(shell_leases_request_removal)(conversation_id=request.conversation_id)
     loop = asyncio.get_running_loop()
     for lease_id in lease_ids:
