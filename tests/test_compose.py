@@ -47,6 +47,15 @@ def test_it_never_mounts_the_host_docker_socket():
     assert compose()["services"]["worker"]["environment"]["DOCKER_HOST"] == "tcp://sandbox-engine:2376"
 
 
+def test_it_builds_the_sandbox_image_into_the_sandbox_engine():
+    services = compose()["services"]
+    builder = services["sandbox-image"]
+    assert builder["command"] == ["python", "manage.py", "build_sandbox_image"]
+    assert builder["environment"]["DOCKER_HOST"] == services["worker"]["environment"]["DOCKER_HOST"]
+    assert builder["depends_on"] == {"sandbox-engine": {"condition": "service_healthy"}}
+    assert services["sandbox-engine"]["command"] == ["--bridge=none", "--iptables=false", "--ip6tables=false"]
+
+
 def test_it_runs_the_worker_on_every_queue_and_beat_once():
     services = compose()["services"]
     worker_command = services["worker"]["command"]
