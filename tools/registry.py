@@ -14,6 +14,8 @@ declaration is a contract the engine enforces (`tools.runtime`), not advice:
   at once with what the owner must configure.
 - `concurrency` limits the calls running at once across the whole installation.
 - `output_limit` bounds the JSON the model and the transcript receive.
+- `keeps_partial` lets a stopped call hand back what it had (as `partial`); the outcome
+  stays cancelled or timed out.
 
 Credentials reach a tool through its `ToolContext` (`provider_key`), never by importing
 an upper app.
@@ -129,6 +131,10 @@ class Tool:
     concurrency_wait: bool = True
     output_limit: int = OUTPUT_LIMIT
     cleanup: CleanupHook | None = None
+    # A call stopped by cancel or its deadline that still returns a value within GRACE (what
+    # a shell command printed so far) has it kept as `partial` beside the engine's outcome;
+    # otherwise such a value is discarded.
+    keeps_partial: bool = False
     validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -4,7 +4,8 @@ The engine hands every call here; the rules of the contract live in this module 
 input checked against the schema, availability asked once per turn, a place taken under
 the tool's concurrency limit, the deadline with its grace and cleanup, the output bound,
 and `{"ok": false}` results counted as failures. A result that arrives after the call was
-cancelled or timed out is discarded: a call's outcome is decided once.
+cancelled or timed out is discarded (or, for a tool that `keeps_partial`, kept beside the
+outcome as `partial`): a call's outcome is decided once.
 """
 
 from __future__ import annotations
@@ -214,11 +215,11 @@ async def _run_bounded(tool: Tool, context: ToolContext, data: dict[str, Any]) -
 
 
 def _with_partial(tool: Tool, task: asyncio.Future[Any], stopped: CallResult) -> CallResult:
-    """Keep what a stopped call handed back within its grace (a shell's output so far) as `partial`.
+    """Keep what a stopped call handed back within its grace as `partial`, if its tool asks for that.
 
     The outcome stays the engine's (cancelled or timed out); the value only travels beside it.
     """
-    if not task.done() or task.cancelled() or task.exception() is not None:
+    if not tool.keeps_partial or not task.done() or task.cancelled() or task.exception() is not None:
         return stopped
     partial = task.result()
     if not isinstance(partial, dict):

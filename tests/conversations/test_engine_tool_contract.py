@@ -229,6 +229,7 @@ async def test_it_discards_a_result_that_arrives_after_the_owner_cancelled(
     assert await turn_is(turn.id, "cancelled")
     [part] = tool_parts(await assistant_parts(turn.id))
     assert (part["status"], part["output"]["error"]) == ("cancelled", "cancelled")
+    assert "partial" not in part["output"]  # the tool does not ask for it: the late value is dropped
     assert (await final_card(turn.id, "c1")).status == "cancelled"
     assert [c["status"] for c in await cards(conversation_id)] == ["pending", "running", "cancelled"]
 
@@ -614,3 +615,34 @@ async def test_it_leaves_a_kept_place_taken_until_the_tool_gives_it_back(anthrop
     third = await ask(conversation_id, "Once more.", cancels)
     [part] = tool_parts(await assistant_parts(third.id))
     assert part["status"] == "succeeded"
+
+
+async def test_it_keeps_what_a_stopped_call_handed_back_as_partial_when_its_tool_asks(
+    anthropic, register, fake_providers, cancels
+):
+    async def printing(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            return {"printed": "so far"}
+        return {}
+
+    register(tool("printer", printing, effect=Effect.EFFECT, keeps_partial=True))
+    fake_providers.script([Call("c1", "printer", {})], [Text("Not asked.")])
+    conversation_id = await new_conversation()
+    turn = await submit(conversation_id, "Print.")
+    running = asyncio.ensure_future(run(turn.id, cancels))
+    await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=5, what="the call to start")
+    from conversations.turns import turn_cancel
+
+    await orm(turn_cancel)(conversation_id=conversation_id)
+    await asyncio.wait_for(running, 10)
+
+    [part] = tool_parts(await assistant_parts(turn.id))
+    assert part["status"] == "cancelled"
+    assert part["output"] == {
+        "error": "cancelled",
+        "message": "The owner stopped this turn.",
+        "partial": {"printed": "so far"},
+    }
+    assert (await final_card(turn.id, "c1")).status == "cancelled"

@@ -322,4 +322,5 @@ SHELL = Tool(
     concurrency=CONCURRENCY,
     concurrency_wait=False,
     cleanup=shell_cleanup,
+    keeps_partial=True,
 )
