@@ -88,3 +88,20 @@ def test_it_refuses_a_keep_time_outside_one_second_to_a_day(monkeypatch, value):
 
     with pytest.raises(env.ConfigurationError, match="FLAREBOT_BROWSER_TASK_KEEP"):
         env.load_config()
+
+
+def test_shell_containers_have_no_network_unless_the_operator_names_one(monkeypatch):
+    monkeypatch.delenv("FLAREBOT_SHELL_NETWORK", raising=False)
+    assert env.load_config().shell_network is None
+    monkeypatch.setenv("FLAREBOT_SHELL_NETWORK", "none")
+    assert env.load_config().shell_network is None
+    monkeypatch.setenv("FLAREBOT_SHELL_NETWORK", "sandbox-egress_1.net")
+    assert env.load_config().shell_network == "sandbox-egress_1.net"
+
+
+@pytest.mark.parametrize("value", ["host", "container:abc", "net work", "-flag", "a/b"])
+def test_it_refuses_a_shell_network_that_is_not_a_plain_network_name(monkeypatch, value):
+    monkeypatch.setenv("FLAREBOT_SHELL_NETWORK", value)
+
+    with pytest.raises(env.ConfigurationError, match="FLAREBOT_SHELL_NETWORK"):
+        env.load_config()

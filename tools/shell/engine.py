@@ -47,8 +47,12 @@ _checked: tuple[float, str | None] | None = None
 
 
 def engine_where() -> str:
-    """Where the engine is expected, for messages (DOCKER_HOST never carries a secret)."""
-    return os.environ.get("DOCKER_HOST") or "the local socket /var/run/docker.sock"
+    """Where the engine is expected, for messages (without any user part of DOCKER_HOST)."""
+    host = os.environ.get("DOCKER_HOST")
+    if not host:
+        return "the local socket /var/run/docker.sock"
+    scheme, separator, rest = host.partition("://")
+    return f"{scheme}{separator}{rest.rpartition('@')[2]}" if separator else host.rpartition("@")[2]
 
 
 def engine_client() -> docker.DockerClient:

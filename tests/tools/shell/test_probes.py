@@ -57,3 +57,14 @@ def test_it_says_how_to_build_a_missing_image(monkeypatch):
     assert image["state"] == "missing"
     assert image["detail"] == "The engine has no flarebot-sandbox:never-built image."
     assert "python manage.py build_sandbox_image" in image["fix"]
+
+
+def test_it_names_where_the_engine_is_expected_without_a_user_part(monkeypatch):
+    from tools.shell.engine import engine_where
+
+    monkeypatch.setenv("DOCKER_HOST", "ssh://deploy:hunter2@sandbox.example:22")
+    assert engine_where() == "ssh://sandbox.example:22"
+    monkeypatch.setenv("DOCKER_HOST", "tcp://sandbox-engine:2376")
+    assert engine_where() == "tcp://sandbox-engine:2376"
+    monkeypatch.delenv("DOCKER_HOST")
+    assert engine_where() == "the local socket /var/run/docker.sock"
