@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
-from docker.errors import APIError, DockerException, NotFound
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Ulimit
 from requests.exceptions import RequestException
 
-from tools.shell.engine import LABEL, LABEL_LEASE, LABEL_SCOPE, SANDBOX_IMAGE, engine_client
+from tools.shell.engine import BUILD_IMAGE, LABEL, LABEL_LEASE, LABEL_SCOPE, SANDBOX_IMAGE, engine_client
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ REMOVE_TIMEOUT = 10.0  # seconds a removal may take before it counts as pending
 SELF_KILL_MARGIN = 0.5
 
 STDOUT, STDERR = 1, 2
+KILLED = 128 + 9  # the exit status of a process ended by SIGKILL
 # Threads of this process that talk to the engine: at most 4 calls run at once across
 # the installation, so a few more cover removals retried meanwhile.
 SHELL_THREADS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="shell")
@@ -170,6 +171,8 @@ class Sandbox:
                 network_disabled=network is None,
                 host_config=host_config,
             )
+        except ImageNotFound:
+            raise EngineFailed(f"The engine has no {SANDBOX_IMAGE} image. {BUILD_IMAGE}") from None
         except (DockerException, RequestException) as error:
             logger.warning("creating shell container %s failed: %s", self.name, str(error)[:300])
             raise EngineFailed("The Docker engine could not create the sandbox container.") from None
@@ -189,13 +192,14 @@ class Sandbox:
         try:
             self._collect(raw)
         finally:
+            ended_at = time.monotonic()
             attached.close()
             raw.close()
         self.exit_code = self._exit_code()
         if self.exit_code is None and not (self.stopped or self.timed_out):
             self.stopped = True  # the container went away under us (removed from outside)
-        if self.exit_code is not None and time.monotonic() >= self.deadline:
-            self.timed_out = True  # its own `timeout` ended it at the lifetime
+        if self.exit_code == KILLED and ended_at >= self.deadline:
+            self.timed_out = True  # its own `timeout` ended it at the lifetime, just before the call did
 
     def _collect(self, raw: socket.socket) -> None:
         kept = {STDOUT: self.stdout, STDERR: self.stderr}

@@ -266,3 +266,19 @@ async def test_it_says_how_to_build_a_missing_image(monkeypatch):
     assert "python manage.py build_sandbox_image" in problem
     monkeypatch.undo()
     assert engine_module.engine_problem(fresh=True) is None
+
+
+async def test_it_fails_with_the_fix_when_the_image_went_away_after_the_check(monkeypatch, engine):
+    from tools.registry import ToolFailed
+    from tools.shell import sandbox as sandbox_module
+    from tools.shell.tool import shell
+
+    monkeypatch.setattr(sandbox_module, "SANDBOX_IMAGE", "flarebot-sandbox:never-built")
+
+    with pytest.raises(ToolFailed) as failed:
+        await shell(tool_context(), {"command": "echo hi"})
+
+    assert "no flarebot-sandbox:never-built image" in failed.value.message
+    assert "python manage.py build_sandbox_image" in failed.value.message
+    assert await leases() == []
+    assert our_containers(engine) == []
