@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,6 +38,7 @@ def number_parse(value: str | None, *, what: str, high: int, code: str) -> int:
     return int(value)
 
 
+@extend_schema_field(OpenApiTypes.INT)
 class VersionField(serializers.Field):
     """A JSON integer version: no strings, booleans or fractions."""
 
@@ -52,6 +53,7 @@ class VersionField(serializers.Field):
         return int(value)
 
 
+@extend_schema_field(OpenApiTypes.ANY)
 class AnyField(serializers.Field):
     """A value the service checks itself (with messages that say what is accepted)."""
 
@@ -89,7 +91,7 @@ def _no_body(request: Request) -> None:
 
 
 class TaskListApi(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="tasks_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         return Response({"tasks": selectors.tasks_views(selectors.task_list())})
 
