@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import sys
 import time
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -26,6 +28,7 @@ from tools.shell.leases import (
     shell_leases_reconcile,
 )
 from tools.shell.sandbox import Sandbox, container_name, sandbox_scope
+from tools.shell.tool import shell_summary
 from tools.slots import slot_acquire
 from tools.web.leases import holder_alive
 
@@ -169,3 +172,56 @@ def test_the_sweep_settles_expired_leases():
     shell_leases_sweep()
 
     assert not ShellLease.objects.filter(id=lease_id).exists()
+
+
+def local_engine_pid() -> int:
+    """The local dockerd (ensure-docker.sh starts one), which the next test pauses."""
+    try:
+        pid = int(Path("/var/run/docker.pid").read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError) as error:
+        raise RuntimeError("this test needs the local dockerd that scripts/ensure-docker.sh starts") from error
+    return pid
+
+
+def test_a_removal_the_engine_does_not_confirm_is_pending_keeps_its_place_and_is_retried(engine):
+    from tests.support.tool_context import tool_context
+    from tests.tools.shell.conftest import call
+    from tools.models import ActivityStatus
+
+    dockerd = local_engine_pid()
+    conversation_id = uuid.uuid4()
+
+    progress: list[dict] = []
+    context = tool_context(conversation_id=conversation_id, progress=progress)
+
+    async def scenario():
+        running = asyncio.ensure_future(call({"command": "echo started; sleep 60", "timeout_seconds": 3}, context))
+        while not any(p["message"].startswith("8 bytes") for p in progress):
+            await asyncio.sleep(0.05)
+        # The engine stops answering (the container keeps running under containerd): the
+        # kill, the wait and the removal all go unanswered.
+        os.kill(dockerd, signal.SIGSTOP)
+        try:
+            return await running
+        finally:
+            os.kill(dockerd, signal.SIGCONT)
+
+    try:
+        result = asyncio.run(scenario())
+    finally:
+        os.kill(dockerd, signal.SIGCONT)
+
+    assert result.status == ActivityStatus.SUCCEEDED
+    assert result.output["cleanup"] == "pending"
+    assert result.output["stdout"] == "started\n"
+    assert "container removal pending" in shell_summary(result.output)
+    lease = ShellLease.objects.get(conversation_id=conversation_id)
+    assert (lease.state, lease.cleanup_attempts) == (ShellLeaseState.PENDING, 1)
+    assert ToolSlot.objects.filter(tool="shell", holder=lease.slot_holder).exists()  # it still counts toward 4
+
+    shell_lease_cleanup(str(lease.id))  # the job's retry, with the engine back
+
+    assert not ShellLease.objects.exists()
+    assert not ToolSlot.objects.exists()
+    assert our_containers(engine) == []
