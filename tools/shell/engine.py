@@ -26,6 +26,9 @@ SANDBOX_REPOSITORY = "flarebot-sandbox"
 # Bumped whenever what the image holds changes; `build_sandbox_image` builds this tag.
 SANDBOX_VERSION = "1"
 SANDBOX_IMAGE = f"{SANDBOX_REPOSITORY}:{SANDBOX_VERSION}"
+# The image's unprivileged user, and its home and working directory (a tmpfs in each container).
+SANDBOX_UID = 1000
+WORKSPACE = "/workspace"
 # Every container the shell creates carries these labels (`tools.shell.leases` reconciles by them).
 LABEL = "flarebot.sandbox"
 LABEL_LEASE = "flarebot.lease"

@@ -33,13 +33,19 @@ from pathlib import Path
 from docker.errors import APIError, DockerException, ImageNotFound
 from requests.exceptions import RequestException
 
-from tools.shell.engine import SANDBOX_IMAGE, SANDBOX_REPOSITORY, SANDBOX_VERSION, engine_client, engine_where
+from tools.shell.engine import (
+    SANDBOX_IMAGE,
+    SANDBOX_REPOSITORY,
+    SANDBOX_UID,
+    SANDBOX_VERSION,
+    WORKSPACE,
+    engine_client,
+    engine_where,
+)
 
 SUITE = "bookworm"
 BASE_IMAGE = "debian:bookworm-slim"
 PACKAGES = ("bash", "coreutils", "python3", "curl", "git", "jq", "nodejs", "ca-certificates")
-SANDBOX_UID = 1000
-WORKSPACE = "/workspace"
 BUN_VERSION = "1.4.5"
 # npm package of Bun's binary per machine, with the `dist.integrity` the registry published.
 BUN_PACKAGES = {
@@ -116,7 +122,8 @@ def sandbox_image_check() -> str:
         remove=True,
         network_mode="none",
         read_only=True,
-        tmpfs={WORKSPACE: "rw,exec,nosuid,nodev,size=16m,mode=1777"},
+        user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+        tmpfs={WORKSPACE: f"rw,exec,nosuid,nodev,size=16m,uid={SANDBOX_UID},gid={SANDBOX_UID}"},
         stderr=True,
     )
     return bytes(output).decode("utf-8", "replace")

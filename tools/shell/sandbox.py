@@ -33,7 +33,16 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Ulimit
 from requests.exceptions import RequestException
 
-from tools.shell.engine import BUILD_IMAGE, LABEL, LABEL_LEASE, LABEL_SCOPE, SANDBOX_IMAGE, engine_client
+from tools.shell.engine import (
+    BUILD_IMAGE,
+    LABEL,
+    LABEL_LEASE,
+    LABEL_SCOPE,
+    SANDBOX_IMAGE,
+    SANDBOX_UID,
+    WORKSPACE,
+    engine_client,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +53,7 @@ CPU_LIMIT = 1.0  # cores
 WORKSPACE_SIZE = "64m"
 TMP_SIZE = "16m"
 NOFILE_LIMIT = 1024
-USER = "1000:1000"
-WORKSPACE = "/workspace"
+USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
 
 OUTPUT_CAP = 32 * 1024  # bytes of stdout and stderr together
 POLL = 0.1  # seconds between looks at `stop` and the deadline while output is awaited
@@ -146,8 +154,8 @@ class Sandbox:
             network_mode=network or "none",
             read_only=True,
             tmpfs={
-                WORKSPACE: f"rw,exec,nosuid,nodev,size={WORKSPACE_SIZE},uid=1000,gid=1000",
-                "/tmp": f"rw,exec,nosuid,nodev,size={TMP_SIZE},uid=1000,gid=1000",  # noqa: S108 (the container's own)
+                WORKSPACE: f"rw,exec,nosuid,nodev,size={WORKSPACE_SIZE},uid={SANDBOX_UID},gid={SANDBOX_UID}",
+                "/tmp": f"rw,exec,nosuid,nodev,size={TMP_SIZE},uid={SANDBOX_UID},gid={SANDBOX_UID}",  # noqa: S108 (the container's own)
             },
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
