@@ -197,16 +197,16 @@ def _finish_root(root: Path, bun: bytes) -> None:
     )
 
 
-def apt_mirror() -> str:
+def apt_mirror(etc: Path = Path("/etc")) -> str:
     """The Debian mirror this machine's apt uses (deb822 `URIs`, else a `deb` line)."""
-    sources = sorted(Path("/etc/apt/sources.list.d").glob("*.sources"))
+    sources = sorted((etc / "apt/sources.list.d").glob("*.sources"))
     for source in sources:
         for stanza in source.read_text().split("\n\n"):
             fields = dict(re.findall(r"^([A-Za-z-]+):\s*(.+)$", stanza, flags=re.MULTILINE))
             suites = fields.get("Suites", "").split()
             if SUITE in suites and "URIs" in fields:
                 return fields["URIs"].split()[0]
-    listing = Path("/etc/apt/sources.list")
+    listing = etc / "apt/sources.list"
     if listing.exists():
         for line in listing.read_text().splitlines():
             words = line.split()
