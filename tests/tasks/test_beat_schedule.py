@@ -25,3 +25,38 @@ def test_beat_sends_each_fixed_job_with_its_expiry(name: str, seconds: int) -> N
     entry = ModelEntry.from_entry(name, app=app, **settings.CELERY_BEAT_SCHEDULE[name])
 
     assert entry.options["expires"] == seconds
+
+
+# Beat commits and closes connections as it reads: a transaction of the test's own would break.
+@pytest.mark.django_db(transaction=True)
+def test_a_fixed_job_deleted_while_beat_runs_is_back_at_the_next_reload() -> None:
+    from django_celery_beat.models import PeriodicTask
+
+    from tasks.beat import TaskDatabaseScheduler
+
+    scheduler = TaskDatabaseScheduler(app=app, lazy=True)
+    scheduler.setup_schedule()
+    PeriodicTask.objects.filter(name="conversations-reconcile-turns").delete()
+
+    reloaded = scheduler.all_as_schedule()
+
+    assert "conversations-reconcile-turns" in reloaded
+    assert reloaded["conversations-reconcile-turns"].options["expires"] == 20
+    assert PeriodicTask.objects.filter(name="conversations-reconcile-turns", enabled=True).exists()
+
+
+# Beat commits and closes connections as it reads: a transaction of the test's own would break.
+@pytest.mark.django_db(transaction=True)
+def test_a_fixed_job_the_operator_disabled_stays_disabled() -> None:
+    from django_celery_beat.models import PeriodicTask
+
+    from tasks.beat import TaskDatabaseScheduler
+
+    scheduler = TaskDatabaseScheduler(app=app, lazy=True)
+    scheduler.setup_schedule()
+    PeriodicTask.objects.filter(name="tools-browser-leases-sweep").update(enabled=False)
+
+    reloaded = scheduler.all_as_schedule()
+
+    assert "tools-browser-leases-sweep" not in reloaded
+    assert "conversations-reconcile-turns" in reloaded
