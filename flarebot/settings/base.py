@@ -204,18 +204,18 @@ CELERY_BEAT_SCHEDULE = {
         # a slow worker still gets one (an expiry of one period would drop every run while
         # its queue lags), and at most four ever wait.
         "schedule": 5.0,
-        "options": {"expires": 20.0},
+        "options": {"expire_seconds": 20},
     },
     "conversations-reconcile-browser-tasks": {
         "task": "conversations.jobs.browser_tasks_reconcile",
         # A task whose worker died continues within about 20 s (its 15 s lease, then this).
         "schedule": 5.0,
-        "options": {"expires": 20.0},
+        "options": {"expire_seconds": 20},
     },
     "tools-browser-leases-sweep": {
         "task": "tools.jobs.browser_leases_sweep",
         "schedule": 60.0,
-        "options": {"expires": 60.0},
+        "options": {"expire_seconds": 60},
     },
     "tools-shell-leases-sweep": {
         # Shell containers whose call's worker died end by their own timeout; this removes
@@ -229,7 +229,7 @@ CELERY_BEAT_SCHEDULE = {
         # crash left behind, and schedules missing from beat (tasks.runs.tasks_reconcile).
         "task": "tasks.jobs.tasks_reconcile",
         "schedule": 30.0,
-        "options": {"expires": 30.0},
+        "options": {"expire_seconds": 30},
     },
     "conversations-finish-deletions": {
         "task": "conversations.jobs.conversation_finish_deletions",
