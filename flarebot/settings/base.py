@@ -222,7 +222,7 @@ CELERY_BEAT_SCHEDULE = {
         # them (and retries pending removals) within a minute or so.
         "task": "tools.jobs.shell_leases_sweep",
         "schedule": 30.0,
-        "options": {"expires": 30.0},
+        "options": {"expire_seconds": 30},
     },
     "tasks-reconcile": {
         # Scheduled tasks: fires, dispatches and run projections that a lost message or a

@@ -16,6 +16,7 @@ EXPIRY_SECONDS = {
     "conversations-reconcile-turns": 20,
     "conversations-reconcile-browser-tasks": 20,
     "tools-browser-leases-sweep": 60,
+    "tools-shell-leases-sweep": 30,
     "tasks-reconcile": 30,
 }
 
