@@ -10,6 +10,7 @@ const $ = (id) => document.getElementById(id);
 // Limits come from the server (the template), never repeated here.
 export const MAX_CHARS = Number(app.dataset.maxChars);
 export const MAX_NAME = Number(app.dataset.maxName);
+export const MAX_QUERY = Number(app.dataset.maxQuery);
 export const ACTIVE = new Set(["queued", "running"]);
 
 export const ui = {
@@ -30,6 +31,7 @@ export const ui = {
   count: $("composer-count"),
   send: $("send"),
   stop: $("stop"),
+  toBottom: $("to-bottom"),
 };
 
 /** The page's state: the conversations, the selected one and its view. */
@@ -48,6 +50,7 @@ export const hooks = {
   conversationsChanged: () => {},
   composerError: (_message) => {},
   restoreDraft: (_text) => {},
+  selected: (_id) => {}, // a conversation (or none) is now shown
 };
 
 export function el(tag, className, text) {
@@ -99,8 +102,20 @@ export function scrollToBottom() {
   ui.transcript.scrollTop = ui.transcript.scrollHeight;
 }
 
+/** Offer the way back down whenever the latest message is out of view. */
+export function showToBottom() {
+  ui.toBottom.hidden = nearBottom();
+}
+
 ui.transcript.addEventListener("scroll", () => {
   scroll.stick = nearBottom();
+  showToBottom();
+});
+ui.toBottom.addEventListener("click", () => {
+  scroll.stick = true;
+  scrollToBottom();
+  ui.toBottom.hidden = true;
+  ui.input.focus({ preventScroll: true });
 });
 
 // ---------------------------------------------------------------------------------------

@@ -197,9 +197,12 @@ export function conversationGone(id) {
   }
 }
 
-export function select(id, { push = true, keepSidebar = false } = {}) {
+export function select(id, { push = true, keepSidebar = false, message = null } = {}) {
   if (!keepSidebar) closeSidebar();
-  if (state.view && state.view.id === id) return;
+  if (state.view && state.view.id === id) {
+    if (message) state.view.reveal(message);
+    return;
+  }
   if (state.view) state.view.dispose();
   state.view = null;
   state.currentId = id;
@@ -211,12 +214,15 @@ export function select(id, { push = true, keepSidebar = false } = {}) {
   if (id) {
     ui.empty.hidden = true;
     state.view = new ConversationView(id);
+    state.view.message = message;
     state.view.load();
   } else {
     ui.inner.replaceChildren();
     ui.empty.hidden = false;
+    ui.toBottom.hidden = true;
     setConnection("idle");
   }
+  hooks.selected(id);
 }
 
 /** Create a conversation for its first message; the server titles it from that message. */

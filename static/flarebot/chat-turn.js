@@ -4,7 +4,43 @@
 
 import { renderMarkdown } from "./markdown.js";
 import { ToolCard, renderSources, sourcesOf } from "./chat-tools.js";
-import { ACTIVE, el } from "./chat-shell.js";
+import { decorateCode } from "./chat-code.js";
+import { ACTIVE, button, el } from "./chat-shell.js";
+
+const turnsByElement = new WeakMap();
+
+/** Return the Turn that an element of the transcript belongs to, or null. */
+export function turnOf(node) {
+  const article = node && node.closest("article.turn");
+  return (article && turnsByElement.get(article)) || null;
+}
+
+const CLOCK = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const DAY_AND_CLOCK = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+const FULL = new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" });
+
+/** A message's time: the clock for today, the date too for earlier days, all of it on hover. */
+function timeEl(iso) {
+  const node = el("time", "msg-time");
+  const at = new Date(iso || NaN);
+  if (Number.isNaN(at.getTime())) return node; // not known: no time rather than a wrong one
+  node.dateTime = at.toISOString();
+  node.textContent = (at.toDateString() === new Date().toDateString() ? CLOCK : DAY_AND_CLOCK).format(at);
+  node.title = FULL.format(at);
+  return node;
+}
+
+/** A row of message actions; each button names its action in `data-action` (chat-actions.js). */
+function actions(time, ...entries) {
+  const row = el("div", "msg-actions");
+  row.append(time);
+  for (const [action, text, label] of entries) {
+    const control = button(text, `msg-action ${action}`, () => {}, label);
+    control.dataset.action = action;
+    row.append(control);
+  }
+  return row;
+}
 
 export class Turn {
   constructor(view, key) {
@@ -22,6 +58,8 @@ export class Turn {
     this.parts = []; // the assistant message's parts, as the transcript has them
     this.textEls = new Map(); // part index -> element of that text part
     this.cards = new Map(); // tool_call_id -> ToolCard
+    this.userText = null; // what the owner wrote, for Edit, Retry and Regenerate
+    turnsByElement.set(this.el, this);
   }
 
   get active() {
@@ -35,7 +73,8 @@ export class Turn {
     }
     this.userEl.classList.toggle("pending", pending);
     const bubble = el("div", "bubble");
-    bubble.textContent = textOf(message.parts);
+    this.userText = textOf(message.parts);
+    bubble.textContent = this.userText;
     // A message a scheduled task sent for the owner says so (PROTOCOL.md addition: `source`).
     const source = (message.parts || []).find((p) => p.type === "text" && p.source && p.source.kind === "task")?.source;
     if (source) {
@@ -44,6 +83,15 @@ export class Turn {
     } else {
       this.userEl.replaceChildren(bubble);
     }
+    const row = actions(
+      timeEl(message.created_at),
+      ["copy", "Copy", "Copy message"],
+      ["edit", "Edit", "Edit and send as a new message"],
+    );
+    row.classList.add("user-actions");
+    if (this.userActionsEl) this.userActionsEl.replaceWith(row);
+    else this.userEl.after(row);
+    this.userActionsEl = row;
     if (message.id) this.userEl.dataset.messageId = message.id;
   }
 
@@ -56,10 +104,28 @@ export class Turn {
     this.thinkingEl.append(el("span"), el("span"), el("span"));
     this.assistantEl.append(this.partsEl, this.thinkingEl);
     this.el.insertBefore(this.assistantEl, this.noteEl);
+    this.ensureActions(new Date().toISOString()); // an answer starting now; the stored time replaces it
+  }
+
+  /** The row under the answer (or under a failed turn's note): its time and actions. */
+  ensureActions(createdAt = null) {
+    if (this.actionsEl) {
+      if (createdAt) this.actionsEl.firstChild.replaceWith(timeEl(createdAt));
+      return;
+    }
+    this.actionsEl = actions(
+      timeEl(createdAt),
+      ["copy", "Copy", "Copy answer as Markdown"],
+      ["regenerate", "Regenerate", "Regenerate answer"],
+      ["retry", "Retry", "Retry this message"],
+    );
+    this.actionsEl.classList.add("answer-actions");
+    this.el.append(this.actionsEl);
   }
 
   setAssistant(message) {
     this.ensureAssistant();
+    this.ensureActions(message.created_at);
     if (message.id) this.assistantEl.dataset.messageId = message.id;
     this.setParts(message.parts || []);
   }
@@ -139,13 +205,25 @@ export class Turn {
 
   renderText(node) {
     for (const [index, textEl] of this.textEls) {
-      if (textEl === node) node.replaceChildren(renderMarkdown(this.parts[index].text || ""));
+      if (textEl === node) {
+        node.replaceChildren(renderMarkdown(this.parts[index].text || ""));
+        decorateCode(node);
+      }
     }
+  }
+
+  /** The answer as Markdown: its text parts, in order. */
+  markdown() {
+    return this.parts
+      .filter((part) => part.type === "text" && part.text)
+      .map((part) => part.text)
+      .join("\n\n");
   }
 
   setStatus(status, error = null) {
     this.status = status;
     this.error = error;
+    this.el.classList.toggle("active", this.active);
     for (const card of this.cards.values()) card.setTurnActive(this.active);
     if (this.active) this.ensureAssistant();
     this.refresh();
@@ -171,12 +249,25 @@ export class Turn {
       }
       if (this.error && this.error.code) note.dataset.code = this.error.code;
     } else if (this.status === "cancelled") {
-      note = el("div", "turn-note cancelled", "Stopped.");
+      note = el("div", "turn-note cancelled");
+      note.append(el("span", "", "Stopped."));
     }
+
     if (note) note.dataset.turnId = this.id || "";
     if (this.noteEl) this.noteEl.remove();
     this.noteEl = note;
     if (note) this.el.append(note);
+    if (this.status !== null) {
+      // Actions come last, under the note; which of them fit the turn's status.
+      this.ensureActions();
+      this.el.append(this.actionsEl);
+      const ended = this.status === "failed" || this.status === "cancelled";
+      const asked = this.userText !== null && !this.userEl?.dataset.source;
+      this.actionsEl.hidden = this.active;
+      this.actionsEl.querySelector(".copy").hidden = !this.markdown();
+      this.actionsEl.querySelector(".regenerate").hidden = !(asked && this.status === "completed");
+      this.actionsEl.querySelector(".retry").hidden = !(asked && ended);
+    }
   }
 }
 

@@ -5,7 +5,18 @@
 
 import { ApiError, api } from "./api.js";
 import { BrowserTasks } from "./chat-browser-tasks.js";
-import { ACTIVE, el, hooks, isAbort, reportError, scroll, scrollToBottom, setConnection, ui } from "./chat-shell.js";
+import {
+  ACTIVE,
+  el,
+  hooks,
+  isAbort,
+  reportError,
+  scroll,
+  scrollToBottom,
+  setConnection,
+  showToBottom,
+  ui,
+} from "./chat-shell.js";
 import { EventStream } from "./chat-stream.js";
 import { Turn } from "./chat-turn.js";
 
@@ -32,6 +43,7 @@ export class ConversationView extends EventStream {
     this.dirty = new Map(); // text part element -> its Turn, re-rendered on the next frame
     this.frame = 0;
     this.loaded = false;
+    this.message = null; // a message to bring into view once loaded (a search result)
     ui.inner.replaceChildren(this.root);
   }
 
@@ -119,7 +131,22 @@ export class ConversationView extends EventStream {
       linked.scrollIntoView({ block: "start" });
       linked.classList.add("linked");
     }
+    if (this.message) this.reveal(this.message);
     document.body.dataset.ready = "1"; // the transcript is on screen (bench/pages.py waits for it)
+  }
+
+  /** Bring a message (a search result) into view and mark its turn. */
+  reveal(messageId) {
+    this.message = messageId;
+    if (!this.loaded) return;
+    this.message = null;
+    const node = this.root.querySelector(`[data-message-id="${CSS.escape(messageId)}"]`);
+    if (!node) return;
+    scroll.stick = false;
+    for (const old of this.root.querySelectorAll(".turn.linked")) old.classList.remove("linked");
+    node.closest(".turn").classList.add("linked");
+    node.scrollIntoView({ block: "center" });
+    showToBottom();
   }
 
   turnFor(key) {
@@ -165,6 +192,7 @@ export class ConversationView extends EventStream {
     this.dirty.clear();
     for (const [node, turn] of dirty) if (node && node.isConnected) turn.renderText(node);
     if (scroll.stick) scrollToBottom();
+    showToBottom();
   }
 
   /** The set of turns or their states changed: update the controls that depend on them. */
@@ -174,6 +202,14 @@ export class ConversationView extends EventStream {
     ui.stop.hidden = !active;
     ui.empty.hidden = !this.loaded || this.turns.size > 0 || this.pending.size > 0;
     ui.transcript.setAttribute("aria-busy", String(active));
+    // Edit, Retry and Regenerate act on the last turn, and only while nothing runs.
+    this.root.classList.toggle("busy", active);
+    const last = this.root.querySelector("article.turn:last-of-type");
+    if (last !== this.lastTurnEl) {
+      if (this.lastTurnEl) this.lastTurnEl.classList.remove("last");
+      if (last) last.classList.add("last");
+      this.lastTurnEl = last;
+    }
   }
 
   // --- actions ------------------------------------------------------------------------

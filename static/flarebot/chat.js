@@ -3,6 +3,9 @@
 // composer (chat-composer.js). This module wires them together, holds the page-wide
 // keyboard shortcuts, and starts the page.
 
+import "./chat-actions.js";
+import { loadModel } from "./chat-header.js";
+import { clearSearch } from "./chat-search.js";
 import { composerChanged, hideComposerError, showComposerError } from "./chat-composer.js";
 import { app, hooks, notify, reportError, state, ui } from "./chat-shell.js";
 import {
@@ -43,11 +46,20 @@ document.addEventListener("keydown", (event) => {
 });
 
 // A conversation comes to exist with its first message: New chat only clears the view.
-ui.newButton.addEventListener("click", () => {
+function newChat() {
+  clearSearch();
   select(null);
   ui.input.value = "";
   composerChanged();
   ui.input.focus();
+}
+ui.newButton.addEventListener("click", newChat);
+// Ctrl+Shift+O (Cmd+Shift+O) starts a new chat from anywhere on the page, as in other chat UIs.
+document.addEventListener("keydown", (event) => {
+  if (!event.shiftKey || !(event.ctrlKey || event.metaKey) || event.altKey || event.isComposing) return;
+  if (event.key.toLowerCase() !== "o") return;
+  event.preventDefault();
+  newChat();
 });
 
 // ---------------------------------------------------------------------------------------
@@ -67,6 +79,7 @@ document.addEventListener("visibilitychange", () => {
 });
 
 async function start() {
+  loadModel(); // the header's model switch and, for a new owner, what to set up first
   let conversations;
   try {
     conversations = await loadConversations();
