@@ -100,7 +100,8 @@ function inline(tokens, parent) {
       }
       case "image": {
         const href = safeHref(token.attrGet("src") || "");
-        const label = token.content || token.attrGet("src") || "";
+        const alt = md.renderer.renderInlineAsText(token.children || [], md.options, {});
+        const label = alt || (href ? token.attrGet("src") : "");
         if (href) {
           const a = link(href);
           a.textContent = label;
