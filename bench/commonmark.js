@@ -61,7 +61,8 @@
     return html.replace(/\s*(<\/?(p|h[1-6]|ul|ol|li|blockquote|pre|hr|table|thead|tbody|tr|th|td)[ >])/g, "$1").replace(/ +/g, " ").trim();
   }
   window.compare = async (examples) => {
-    const { renderMarkdown } = await import("/static/flarebot/markdown.js");
+    const { renderMarkdown, markdownReady } = await import("/static/flarebot/markdown.js");
+    await markdownReady();
     return examples.map(({ markdown, html }) => {
       const expected = document.createElement("template");
       expected.innerHTML = html;

@@ -15,7 +15,8 @@ written to bench/results/pages.json:
   `document.body.dataset.ready === "1"`, or, for a chat page that sets no marker, the
   selected conversation's 200 messages in the DOM with the composer enabled;
 - our own JS and CSS (files under /static/flarebot/ that each page loaded): bytes
-  uncompressed, bytes transferred, and what gzip would make of them; the vendored ones
+  uncompressed, bytes transferred (with the vendored markdown-it, which the first
+  transcript needs), and what gzip would make of them; the vendored ones
   (/static/vendor/: markdown-it, and highlight.js with the grammars the transcript needs)
   the same way, apart; plus every byte the cold load transferred (document, assets, API
   responses).
@@ -94,7 +95,9 @@ TIMINGS = """
   const nav = performance.getEntriesByType("navigation")[0];
   const fcp = performance.getEntriesByType("paint").find((e) => e.name === "first-contentful-paint");
   const resources = performance.getEntriesByType("resource");
-  const own = resources.filter((r) => new URL(r.name).pathname.startsWith("/static/"));
+  // What the page needs to show itself: highlight.js comes later, with the first code block.
+  const needed = (path) => path.startsWith("/static/") && !path.startsWith("/static/vendor/highlight/");
+  const own = resources.filter((r) => needed(new URL(r.name).pathname));
   const sum = (list, key) => list.reduce((total, r) => total + (r[key] || 0), 0);
   const end = (list) => list.reduce((latest, r) => Math.max(latest, r.responseEnd), 0) || null;
   const api = resources.filter((r) => new URL(r.name).pathname.startsWith("/api/"));

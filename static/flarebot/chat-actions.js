@@ -5,7 +5,7 @@
 // every button, so answers re-rendered while they stream need no handlers of their own.
 
 import { MAX_CHARS, button, el, notify, state, ui } from "./chat-shell.js";
-import { turnOf } from "./chat-turn.js";
+import { fillTimes, turnOf } from "./chat-turn.js";
 
 const COPIED_MS = 1500;
 const live = document.getElementById("live");
@@ -133,3 +133,11 @@ ui.inner.addEventListener("click", (event) => {
     openEditor(turn);
   }
 });
+
+// A turn's times are written by the time it is pointed at or reached by the keyboard.
+for (const kind of ["mouseover", "focusin"]) {
+  ui.inner.addEventListener(kind, (event) => {
+    const turn = event.target.closest && event.target.closest("article.turn");
+    if (turn) fillTimes(turn);
+  });
+}

@@ -2,6 +2,8 @@
 // and syntax highlighting by the vendored highlight.js (static/vendor/highlight/), loaded
 // only once a page shows a code block and applied only to blocks whose fence is closed:
 // a block still streaming (`pre[data-open]`) stays plain until its closing fence arrives.
+// A block is highlighted when it comes near the screen, so a long transcript loads no
+// grammar and spends no time on blocks nobody scrolled to.
 //
 // Answers are re-rendered once per frame while they stream, so a highlighted block is
 // kept by its language and text and cloned again on the next frames instead of being
@@ -30,6 +32,20 @@ let core = null; // Promise of highlight.js's core
 const grammars = new Map(); // name -> Promise of its registration
 const cache = new Map(); // "lang\0code" -> DocumentFragment of highlighted nodes
 const waiting = new Set(); // code elements to highlight once their grammar is in
+// A long transcript's blocks are highlighted as they come near the screen, not all at load.
+const nearby = new IntersectionObserver(
+  (entries) => {
+    for (const { target, isIntersecting } of entries) {
+      // A block re-rendered away (the answer streams on) is dropped at its first report.
+      if (!target.isConnected) nearby.unobserve(target);
+      else if (isIntersecting) {
+        nearby.unobserve(target);
+        highlight(target, target.dataset.grammar);
+      }
+    }
+  },
+  { rootMargin: "600px 0px" },
+);
 
 /** Return the vendored grammar for a fence's language, or null. */
 export function grammarOf(lang) {
@@ -135,6 +151,11 @@ export function decorateCode(root) {
     pre.replaceWith(block);
     block.append(head, pre);
     const grammar = grammarOf(lang);
-    if (grammar && !("open" in pre.dataset)) highlight(code, grammar);
+    if (!grammar || "open" in pre.dataset) continue;
+    if (cache.has(`${grammar}\u0000${code.textContent}`)) highlight(code, grammar); // a clone: at once
+    else {
+      code.dataset.grammar = grammar;
+      nearby.observe(code);
+    }
   }
 }

@@ -15,9 +15,25 @@ export function turnOf(node) {
   return (article && turnsByElement.get(article)) || null;
 }
 
-const CLOCK = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
-const DAY_AND_CLOCK = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-const FULL = new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" });
+// Built on first use: the first Intl.DateTimeFormat of a page costs tens of milliseconds,
+// so a loaded transcript writes its times after it is on screen (fillTimes).
+let formats = null;
+
+function write(node) {
+  formats ??= {
+    clock: new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" }),
+    day: new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" }),
+    full: new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" }),
+  };
+  const at = new Date(node.dateTime);
+  node.textContent = (at.toDateString() === new Date().toDateString() ? formats.clock : formats.day).format(at);
+  node.title = formats.full.format(at);
+}
+
+/** Write the times under `root` that are not written yet. */
+export function fillTimes(root) {
+  for (const node of root.querySelectorAll("time.msg-time[datetime]:not([title])")) write(node);
+}
 
 /** A message's time: the clock for today, the date too for earlier days, all of it on hover. */
 function timeEl(iso) {
@@ -25,8 +41,7 @@ function timeEl(iso) {
   const at = new Date(iso || NaN);
   if (Number.isNaN(at.getTime())) return node; // not known: no time rather than a wrong one
   node.dateTime = at.toISOString();
-  node.textContent = (at.toDateString() === new Date().toDateString() ? CLOCK : DAY_AND_CLOCK).format(at);
-  node.title = FULL.format(at);
+  if (formats) write(node);
   return node;
 }
 

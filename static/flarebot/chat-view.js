@@ -18,7 +18,14 @@ import {
   ui,
 } from "./chat-shell.js";
 import { EventStream } from "./chat-stream.js";
-import { Turn } from "./chat-turn.js";
+import { Turn, fillTimes } from "./chat-turn.js";
+import { markdownReady } from "./markdown.js";
+
+// A long transcript shows its latest answers first: the last FIRST_SCREEN text parts are
+// rendered before the page counts as shown, older ones BACKLOG_CHUNK at a time in the
+// tasks that follow, keeping what is on screen where it is.
+const FIRST_SCREEN = 12;
+const BACKLOG_CHUNK = 16;
 
 export class ConversationView extends EventStream {
   constructor(id) {
@@ -42,6 +49,7 @@ export class ConversationView extends EventStream {
     });
     this.dirty = new Map(); // text part element -> its Turn, re-rendered on the next frame
     this.frame = 0;
+    this.backlogTimer = 0;
     this.loaded = false;
     this.message = null; // a message to bring into view once loaded (a search result)
     ui.inner.replaceChildren(this.root);
@@ -52,6 +60,7 @@ export class ConversationView extends EventStream {
     this.abort.abort();
     clearTimeout(this.retryTimer);
     cancelAnimationFrame(this.frame);
+    clearTimeout(this.backlogTimer);
     this.closeSocket();
     this.root.remove();
   }
@@ -71,6 +80,7 @@ export class ConversationView extends EventStream {
         api(`/api/conversations/${this.id}/messages/`, { signal }),
         api(`/api/conversations/${this.id}/activities/`, { signal }).catch(tolerated),
         api(`/api/conversations/${this.id}/browser-tasks/`, { signal }).catch(tolerated),
+        markdownReady(),
       ]);
     } catch (error) {
       if (!this.alive) return;
@@ -123,9 +133,10 @@ export class ConversationView extends EventStream {
     this.placeTaskCards();
     this.loaded = true;
     scroll.stick = true;
-    this.flush();
-    this.changed();
     const linked = location.hash.startsWith("#turn-") ? document.getElementById(location.hash.slice(1)) : null;
+    // A turn to show (a link, a search result) needs everything above it laid out first.
+    this.flush(linked || this.message ? Infinity : FIRST_SCREEN);
+    this.changed();
     if (linked) {
       scroll.stick = false;
       linked.scrollIntoView({ block: "start" });
@@ -133,6 +144,7 @@ export class ConversationView extends EventStream {
     }
     if (this.message) this.reveal(this.message);
     document.body.dataset.ready = "1"; // the transcript is on screen (bench/pages.py waits for it)
+    requestIdleCallback(() => this.alive && fillTimes(this.root), { timeout: 1000 });
   }
 
   /** Bring a message (a search result) into view and mark its turn. */
@@ -183,16 +195,37 @@ export class ConversationView extends EventStream {
     if (!this.frame && this.alive) this.frame = requestAnimationFrame(() => this.flush());
   }
 
-  /** Render the text parts that changed since the last frame, then keep the bottom in view. */
-  flush() {
+  /** Render the last `limit` text parts that changed, then keep the bottom in view. */
+  flush(limit = Infinity) {
     cancelAnimationFrame(this.frame);
     this.frame = 0;
+    clearTimeout(this.backlogTimer);
+    this.backlogTimer = 0;
     if (!this.alive) return;
-    const dirty = [...this.dirty];
-    this.dirty.clear();
-    for (const [node, turn] of dirty) if (node && node.isConnected) turn.renderText(node);
+    this.renderLast(limit);
     if (scroll.stick) scrollToBottom();
     showToBottom();
+    if (this.dirty.size) this.backlogTimer = setTimeout(() => this.renderBacklog(), 0);
+  }
+
+  renderLast(limit) {
+    const dirty = [...this.dirty];
+    const now = dirty.slice(Math.max(0, dirty.length - limit));
+    for (const [node] of now) this.dirty.delete(node);
+    for (const [node, turn] of now) if (node && node.isConnected) turn.renderText(node);
+  }
+
+  /** Render older text parts a chunk at a time; what is on screen stays where it is. */
+  renderBacklog() {
+    this.backlogTimer = 0;
+    if (!this.alive || !this.dirty.size) return;
+    const transcript = ui.transcript;
+    const before = transcript.scrollHeight;
+    this.renderLast(BACKLOG_CHUNK);
+    if (scroll.stick) scrollToBottom();
+    else transcript.scrollTop += transcript.scrollHeight - before; // it all went in above
+    showToBottom();
+    if (this.dirty.size) this.backlogTimer = setTimeout(() => this.renderBacklog(), 0);
   }
 
   /** The set of turns or their states changed: update the controls that depend on them. */

@@ -13,20 +13,43 @@
 // Beyond CommonMark: GitHub's tables, task lists, strikethrough and bare URLs as links.
 // Soft line breaks show as line breaks, as chats do. bench/commonmark.py measures the
 // result against the spec's own examples.
-
-import markdownit from "../vendor/markdown-it/markdown-it.min.js";
+//
+// markdown-it is most of the page's script: it is fetched when the first transcript is
+// (markdownReady), in parallel with it, so that it never holds up the page's first paint.
 
 const SAFE_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
 const MAX_NESTING = 40; // deeper quotes and lists are shown as text (markdown-it's own guard)
 const LANG_MAX = 40;
 
-const md = markdownit({ html: false, linkify: true, breaks: true, typographer: false, maxNesting: MAX_NESTING });
 // Bare links as GitHub reads them: a scheme or "www."; a bare domain ("example.org") or an
-// e-mail address stays text (see LINKIFIED).
-md.linkify.set({ fuzzyLink: true, fuzzyEmail: false });
-// Every target is judged once, by safeHref, when the element is built: an unsafe one keeps
-// its label as text instead of showing the whole "[label](target)" source.
-md.validateLink = () => true;
+// e-mail address stays text (see LINKIFIED). Finding "www." links needs linkify's fuzzy
+// search, which doubles the parse time of every text: only a text holding "www." gets it.
+function parser(markdownit, { fuzzy }) {
+  const md = markdownit({ html: false, linkify: true, breaks: true, typographer: false, maxNesting: MAX_NESTING });
+  md.linkify.set({ fuzzyLink: fuzzy, fuzzyEmail: false });
+  // Every target is judged once, by safeHref, when the element is built: an unsafe one
+  // keeps its label as text instead of showing the whole "[label](target)" source.
+  md.validateLink = () => true;
+  return md;
+}
+let md = null;
+let mdWww = null;
+let loading = null;
+
+/** Load the parser once; resolves when renderMarkdown can render. */
+export function markdownReady() {
+  loading ??= import("../vendor/markdown-it/markdown-it.min.js").then(
+    ({ default: markdownit }) => {
+      md = parser(markdownit, { fuzzy: false });
+      mdWww = parser(markdownit, { fuzzy: true });
+    },
+    (error) => {
+      loading = null; // the next load tries again
+      throw error;
+    },
+  );
+  return loading;
+}
 
 /** Return a safe absolute href for a link target, or null. */
 export function safeHref(raw) {
@@ -159,7 +182,16 @@ function codeBlock(token, lines) {
 /** Render Markdown text into a DocumentFragment of safe elements. */
 export function renderMarkdown(text) {
   const source = String(text);
-  const tokens = md.parse(source, {});
+  if (!md) {
+    // Not loaded (yet): the text as it is, which is still safe and readable.
+    const p = document.createElement("p");
+    p.textContent = source;
+    const fragment = document.createDocumentFragment();
+    fragment.append(p);
+    markdownReady();
+    return fragment;
+  }
+  const tokens = (/www\./i.test(source) ? mdWww : md).parse(source, {});
   const lines = source.replace(/\r\n?/g, "\n").split("\n");
   const fragment = document.createDocumentFragment();
   const stack = [fragment];

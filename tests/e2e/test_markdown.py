@@ -107,7 +107,8 @@ def render(page: Page, markdowns: list[str]) -> list[str]:
     return list(
         page.evaluate(
             """async (texts) => {
-                const { renderMarkdown } = await import("/static/flarebot/markdown.js");
+                const { renderMarkdown, markdownReady } = await import("/static/flarebot/markdown.js");
+                await markdownReady();
                 return texts.map((text) => {
                     const box = document.createElement("div");
                     box.append(renderMarkdown(text));
@@ -190,7 +191,8 @@ def test_it_renders_a_long_answer_full_of_unmatched_markers(module_page: Page) -
     text = markers + "\n\n" + ("- item **bold**\n" * 500)
     counts = module_page.evaluate(
         """async (text) => {
-            const { renderMarkdown } = await import("/static/flarebot/markdown.js");
+            const { renderMarkdown, markdownReady } = await import("/static/flarebot/markdown.js");
+            await markdownReady();
             const box = document.createElement("div");
             box.append(renderMarkdown(text));
             return [box.querySelector("p").textContent, box.querySelectorAll("li > strong").length];
