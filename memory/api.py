@@ -8,22 +8,22 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from flarebot.core.api import StrictSerializer, StringField
+from flarebot.core.api import StrictSerializer, StringField, VersionField
 from flarebot.core.errors import InvalidInput
+from flarebot.core.rows import MAX_VERSION
 from memory import selectors, services
 
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _VERSION = re.compile(r"^[1-9][0-9]{0,9}$")
-VERSION_MESSAGE = f"version: a whole number from 1 to {services.MAX_VERSION}."
+VERSION_MESSAGE = f"version: a whole number from 1 to {MAX_VERSION}."
 
 
 def fact_id_parse(value: str) -> uuid.UUID:
@@ -35,24 +35,9 @@ def fact_id_parse(value: str) -> uuid.UUID:
 
 def version_parse(value: str | None) -> int:
     """Parse a version from a query string, or 400."""
-    if value is None or not _VERSION.match(value) or int(value) > services.MAX_VERSION:
+    if value is None or not _VERSION.match(value) or int(value) > MAX_VERSION:
         raise InvalidInput(VERSION_MESSAGE, code="invalid_version")
     return int(value)
-
-
-@extend_schema_field(OpenApiTypes.INT)
-class VersionField(serializers.Field):
-    """A JSON integer version: no strings, booleans or fractions."""
-
-    default_error_messages = {"invalid": VERSION_MESSAGE}
-
-    def to_internal_value(self, data: Any) -> int:
-        if type(data) is not int or not 1 <= data <= services.MAX_VERSION:
-            self.fail("invalid")
-        return data
-
-    def to_representation(self, value: Any) -> int:
-        return int(value)
 
 
 class FactInput(StrictSerializer):

@@ -25,7 +25,6 @@ from memory.selectors import fact_view
 
 MAX_FACTS = 200  # active facts; tombstones do not count
 MAX_CONTENT = 1_000  # UTF-16 code units, as browsers count
-MAX_VERSION = 2**31 - 1  # the version column's range
 
 # The ids of facts that `remember` calls make: uuid5 of this namespace and "conversation:call".
 REMEMBER_NAMESPACE = uuid.UUID("5b0e3f4e-6a51-4f0b-9d55-0c7f2f6a1e2d")

@@ -21,6 +21,7 @@ from typing import Any
 
 from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError
+from flarebot.core.rows import MAX_VERSION
 from memory import services
 from memory.errors import FactConflict, MemoryFull, WriteAbandoned
 from memory.models import Fact, FactState
@@ -42,7 +43,7 @@ _ID = {"type": "string", "pattern": UUID_PATTERN, "description": "The fact's id,
 _VERSION = {
     "type": "integer",
     "minimum": 1,
-    "maximum": services.MAX_VERSION,
+    "maximum": MAX_VERSION,
     "description": "The version you last saw; a stale one changes nothing and returns the current fact.",
 }
 

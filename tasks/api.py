@@ -10,19 +10,20 @@ import uuid
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from flarebot.core.api import StrictSerializer, StringField
+from flarebot.core.api import StrictSerializer, StringField, VersionField
 from flarebot.core.errors import InvalidInput
+from flarebot.core.rows import MAX_VERSION
 from tasks import runs, selectors, services
 
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
-VERSION_MESSAGE = f"expected_version: a whole number from 1 to {services.MAX_VERSION}."
+VERSION_MESSAGE = f"expected_version: a whole number from 1 to {MAX_VERSION}."
 
 
 def id_parse(value: Any, *, what: str = "id") -> uuid.UUID:
@@ -38,20 +39,7 @@ def number_parse(value: str | None, *, what: str, high: int, code: str) -> int:
     return int(value)
 
 
-class VersionField(serializers.Field):
-    """A JSON integer version: no strings, booleans or fractions."""
-
-    default_error_messages = {"invalid": VERSION_MESSAGE}
-
-    def to_internal_value(self, data: Any) -> int:
-        if type(data) is not int or not 1 <= data <= services.MAX_VERSION:
-            self.fail("invalid")
-        return data
-
-    def to_representation(self, value: Any) -> int:
-        return int(value)
-
-
+@extend_schema_field(OpenApiTypes.ANY)
 class AnyField(serializers.Field):
     """A value the service checks itself (with messages that say what is accepted)."""
 
@@ -72,7 +60,7 @@ class TaskCreateInput(StrictSerializer):
 
 
 class TaskUpdateInput(StrictSerializer):
-    expected_version = VersionField()
+    expected_version = VersionField(name="expected_version")
     name = AnyField()
     instructions = AnyField()
     schedule = AnyField()
@@ -89,7 +77,7 @@ def _no_body(request: Request) -> None:
 
 
 class TaskListApi(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="tasks_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         return Response({"tasks": selectors.tasks_views(selectors.task_list())})
 
@@ -133,7 +121,7 @@ class TaskDetailApi(APIView):
         version = number_parse(
             request.query_params.get("expected_version"),
             what="expected_version",
-            high=services.MAX_VERSION,
+            high=MAX_VERSION,
             code="invalid_version",
         )
         _no_body(request)

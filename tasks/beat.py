@@ -6,13 +6,24 @@ has run. A task's row is armed again and again at its next occurrence (`tasks.ar
 that write-back would undo a re-arm made meanwhile, and the disabling would stop the
 task. So the rows of tasks keep no bookkeeping; the run history is the task's own
 (`TaskRun`). Every other row is handled exactly as django-celery-beat does.
+
+Beat's fixed jobs (`CELERY_BEAT_SCHEDULE`: reconciliation, sweeps) are rows too, written
+at beat's start. Should one vanish while beat runs (deleted in the admin, a restored
+backup), the next reload of the schedule writes it again: without them a dead worker's
+turn would never be requeued.
 """
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
+from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
 from tasks.arming import PERIODIC_PREFIX
+
+logger = logging.getLogger(__name__)
 
 
 class TaskEntry(ModelEntry):
@@ -23,6 +34,19 @@ class TaskEntry(ModelEntry):
 
 
 class TaskDatabaseScheduler(DatabaseScheduler):
-    """The DatabaseScheduler, with `TaskEntry` for its rows."""
+    """The DatabaseScheduler, with `TaskEntry` for its rows and its fixed jobs always present."""
 
     Entry = TaskEntry
+
+    def all_as_schedule(self) -> dict[str, Any]:
+        schedule: dict[str, Any] = super().all_as_schedule()
+        fixed: dict[str, dict[str, Any]] = self.app.conf.beat_schedule or {}
+        present = set(PeriodicTask.objects.filter(name__in=list(fixed)).values_list("name", flat=True))
+        missing = sorted(set(fixed) - present)
+        if missing:
+            logger.warning("beat's fixed jobs %s were not in the database; written again", ", ".join(missing))
+        for name in missing:
+            entry = self.Entry.from_entry(name, app=self.app, **fixed[name])
+            if entry.model.enabled:
+                schedule[name] = entry
+        return schedule

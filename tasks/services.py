@@ -36,7 +36,6 @@ from tasks.selectors import task_view
 MAX_TASKS = 100  # active tasks; tombstones do not count
 NAME_MAX = 120  # UTF-16 code units
 INSTRUCTIONS_MAX = 8_000
-MAX_VERSION = 2**31 - 1
 _ADD_LOCK_KEY = int.from_bytes(b"tasks", "big")
 
 

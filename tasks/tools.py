@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError
+from flarebot.core.rows import MAX_VERSION
 from tasks import selectors, services
 from tasks.models import Task
 from tasks.schedule import CRON_MAX
@@ -41,7 +42,7 @@ _ID = {"type": "string", "pattern": UUID_PATTERN, "description": "The task's id,
 _VERSION = {
     "type": "integer",
     "minimum": 1,
-    "maximum": services.MAX_VERSION,
+    "maximum": MAX_VERSION,
     "description": "The version you last saw; a stale one changes nothing and returns the current task.",
 }
 _NAME = {"type": "string", "description": f"A short name, at most {services.NAME_MAX} characters."}

@@ -23,12 +23,10 @@ from tests.support.live import LiveStack
 from tests.support.live_clients import LiveSocket, OwnerClient, event_frames, message_text
 from tests.support.web_fixtures import FixtureWeb, fixture_web_start
 from tools.models import BrowserLease
-from tools.web.browser import chromium_path
 
 pytestmark = [
     pytest.mark.live,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(chromium_path(refresh=True) is None, reason="no Chromium on this machine"),
 ]
 
 TASK_SECONDS = 60.0

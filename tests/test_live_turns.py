@@ -14,6 +14,7 @@ import secrets
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -331,9 +332,14 @@ def test_it_finishes_a_turn_whose_worker_was_killed_once_beat_requeues_it(
         last_seen = sequences(first.received)[-1]
         with live_owner.socket(conversation_id, last_sequence=last_seen) as second:
             # The contract: the turn continues within 40 s of the kill.
-            second.read_until_event(
-                ("turn.started",), timeout=max(0.0, RECOVERY_LIMIT - (time.monotonic() - killed_at))
-            )
+            try:
+                second.read_until_event(
+                    ("turn.started",), timeout=max(0.0, RECOVERY_LIMIT - (time.monotonic() - killed_at))
+                )
+            except AssertionError as stuck:
+                raise AssertionError(
+                    recovery_timeline(live_stack, orphaned.id, worker_log=worker_log, beat_log=beat_log)
+                ) from stuck
             second.read_until_event(("turn.completed", "turn.failed", "turn.cancelled"), timeout=RECOVERY_SECONDS)
     finally:
         if live_stack.stack.processes["worker"].poll() is not None:
@@ -370,6 +376,23 @@ def test_it_finishes_a_turn_whose_worker_was_killed_once_beat_requeues_it(
     [assistant] = [m for m in transcript["messages"] if m["role"] == "assistant"]
     assert shown_text(events) == message_text(assistant) == "And that is how the saga ends."
     assert transcript["last_sequence"] == events[-1]["sequence"]
+
+
+def recovery_timeline(live_stack: LiveStack, turn_id: uuid.UUID, *, worker_log: int, beat_log: int) -> str:
+    """What a failed recovery looked like: the turn's row now, and what worker and beat did about it."""
+    turn = Turn.objects.get(id=turn_id)
+    wanted = ("reconcile", "ready", str(turn_id), "expired", "revoked", "Traceback", "Error")
+
+    def lines(name: str, offset: int) -> str:
+        return "\n".join(
+            line for line in live_stack.log_since(name, offset).splitlines() if any(w in line for w in wanted)
+        )[-6000:]
+
+    return (
+        f"the turn did not continue within {RECOVERY_LIMIT:.0f} s of the kill; now "
+        f"status={turn.status} attempts={turn.attempts} lease_expires_at={turn.lease_expires_at}\n"
+        f"--- worker\n{lines('worker', worker_log)}\n--- beat\n{lines('beat', beat_log)}"
+    )
 
 
 def test_it_keeps_the_history_and_answers_again_after_every_process_restarts(

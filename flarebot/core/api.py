@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from flarebot.core.errors import FlarebotError, InvalidInput, error_body
 from flarebot.core.json_input import JsonRefused, json_parse
+from flarebot.core.rows import MAX_VERSION
 
 _DRF_CODES = {
     exceptions.NotAuthenticated: "not_authenticated",
@@ -111,3 +112,20 @@ class StringField(serializers.Field):
 
     def to_representation(self, value: Any) -> str:
         return str(value)
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class VersionField(serializers.Field):
+    """A JSON integer version from 1 to MAX_VERSION: no strings, booleans or fractions."""
+
+    def __init__(self, *, name: str = "version", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error_messages["invalid"] = f"{name}: a whole number from 1 to {MAX_VERSION}."
+
+    def to_internal_value(self, data: Any) -> int:
+        if type(data) is not int or not 1 <= data <= MAX_VERSION:
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> int:
+        return int(value)

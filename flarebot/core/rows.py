@@ -20,6 +20,9 @@ from django.db import models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
+# A version column is a 32-bit integer: its range is what any version may be.
+MAX_VERSION = 2**31 - 1
+
 
 def _connection() -> BaseDatabaseWrapper:
     return transaction.get_connection()

@@ -200,28 +200,29 @@ CELERY_BEAT_SCHEDULE = {
     "conversations-reconcile-turns": {
         "task": "conversations.jobs.turns_reconcile",
         # With the 15 s lease, a turn whose worker died continues within about 20 s of the
-        # crash (the query is indexed and cheap). A run nobody took in time is dropped: the
-        # next one comes 5 s later.
+        # crash (the query is indexed and cheap). A run nobody took within 20 s is dropped:
+        # a slow worker still gets one (an expiry of one period would drop every run while
+        # its queue lags), and at most four ever wait.
         "schedule": 5.0,
-        "options": {"expires": 5.0},
+        "options": {"expire_seconds": 20},
     },
     "conversations-reconcile-browser-tasks": {
         "task": "conversations.jobs.browser_tasks_reconcile",
         # A task whose worker died continues within about 20 s (its 15 s lease, then this).
         "schedule": 5.0,
-        "options": {"expires": 5.0},
+        "options": {"expire_seconds": 20},
     },
     "tools-browser-leases-sweep": {
         "task": "tools.jobs.browser_leases_sweep",
         "schedule": 60.0,
-        "options": {"expires": 60.0},
+        "options": {"expire_seconds": 60},
     },
     "tasks-reconcile": {
         # Scheduled tasks: fires, dispatches and run projections that a lost message or a
         # crash left behind, and schedules missing from beat (tasks.runs.tasks_reconcile).
         "task": "tasks.jobs.tasks_reconcile",
         "schedule": 30.0,
-        "options": {"expires": 30.0},
+        "options": {"expire_seconds": 30},
     },
     "conversations-finish-deletions": {
         "task": "conversations.jobs.conversation_finish_deletions",

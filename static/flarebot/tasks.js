@@ -3,7 +3,7 @@
 // section's data attributes. The page decides by an error's code, never by its message. Times are
 // shown in the task's own zone (a repeating task) or the browser's (a one-off), with the zone named.
 // One operation runs at a time; a failed save keeps the form as the owner wrote it.
-import { ApiError, api as request } from "./api.js";
+import { ApiError, call as api, say } from "./api.js";
 
 const LIST = "/api/tasks/";
 const numbers = new Intl.NumberFormat("en-US");
@@ -16,20 +16,6 @@ const STATUS_LABELS = {
   cancelled: "Cancelled",
   missed: "Missed",
 };
-
-async function api(method, path, body) {
-  try {
-    return await request(path, { method, body });
-  } catch (error) {
-    if (error instanceof ApiError) throw error;
-    throw new ApiError(0, "unreachable", "Flarebot could not be reached. Check the connection and try again.");
-  }
-}
-
-function say(element, text, kind) {
-  element.textContent = text;
-  element.dataset.kind = kind || "";
-}
 
 function newId() {
   if (crypto.randomUUID) return crypto.randomUUID();

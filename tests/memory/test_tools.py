@@ -437,35 +437,41 @@ async def test_at_most_8_facts_reach_the_prompt(anthropic, fake_providers, cance
     assert len(memory_of(system) or []) == 8
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks are observable on PostgreSQL")
-async def test_the_selection_runs_after_the_claim_released_the_turn_row(anthropic, fake_providers, cancels):
-    """Hold the facts table locked: the turn waits in the selection, and its row is free meanwhile."""
-    import psycopg
-    from django.conf import settings
+async def test_the_selection_runs_after_the_claim_released_the_turn_row(
+    anthropic, fake_providers, cancels, monkeypatch
+):
+    """Hold the memory selection: the turn waits in it, and its row can be locked and written meanwhile."""
+    import threading
 
-    database = settings.DATABASES["default"]
-    dsn = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{connection.settings_dict['NAME']}"
+    from django.db import transaction
+
+    from conversations.engine import runner
+    from conversations.models import Turn
+    from memory.selectors import memory_prompt_block
+
+    entered, release = threading.Event(), threading.Event()
+
+    def held_selection(*, text: str) -> str:
+        entered.set()
+        release.wait(30)
+        return memory_prompt_block(text=text)
+
+    def lock_and_write_turn_row() -> int:
+        # NOWAIT on PostgreSQL; on SQLite the write itself would wait for an open
+        # write transaction and fail with "database is locked".
+        with transaction.atomic():
+            row = Turn.objects.select_for_update(nowait=True).get(id=turn.id)
+            return Turn.objects.filter(id=row.id, status="running").update(status="running")
+
+    monkeypatch.setattr(runner, "memory_prompt_block", held_selection)
     conversation_id = await new_conversation()
     turn = await submit(conversation_id, "Is anything remembered?")
-    with psycopg.connect(dsn) as blocker, psycopg.connect(dsn, autocommit=True) as probe:
-        blocker.execute("LOCK TABLE memory_fact IN ACCESS EXCLUSIVE MODE")
-        running = asyncio.ensure_future(run(turn.id, cancels))
-        for _ in range(500):
-            waiting = probe.execute(
-                "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
-                " WHERE c.relname = 'memory_fact' AND NOT l.granted"
-            ).fetchone()
-            if waiting and waiting[0]:
-                break
-            await asyncio.sleep(0.02)
-        else:
-            raise AssertionError("the turn never reached the memory selection")
-        with probe.transaction():
-            locked = probe.execute(
-                "SELECT status FROM conversations_turn WHERE id = %s FOR UPDATE NOWAIT", [turn.id]
-            ).fetchone()
-        assert locked == ("running",)
-        blocker.rollback()
+    running = asyncio.ensure_future(run(turn.id, cancels))
+    try:
+        assert await asyncio.to_thread(entered.wait, 30), "the turn never reached the memory selection"
+        assert await db(lock_and_write_turn_row)() == 1
+    finally:
+        release.set()
         await asyncio.wait_for(running, 30)
     assert (await turn_get(turn.id)).status == "completed"
 

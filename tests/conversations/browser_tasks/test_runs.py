@@ -32,7 +32,6 @@ from tests.support.browser_tasks import (
     task_requests,
 )
 from tools.models import BrowserLease
-from tools.web.browser import chromium_path
 
 
 async def lease_state(lease_id):
@@ -60,7 +59,6 @@ def in_thread(function, **kwargs):
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(chromium_path(refresh=True) is None, reason="no Chromium on this machine"),
 ]
 
 

@@ -15,12 +15,10 @@ import pytest
 from flarebot.core.env import BASE_DIR
 from tests.support.live import database_url
 from tools.models import BrowserLease, BrowserLeaseState
-from tools.web.browser import chromium_path
 from tools.web.leases import BROWSER_MARK, browser_leases_reconcile, holder_alive, holder_token
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(chromium_path(refresh=True) is None, reason="no Chromium on this machine"),
 ]
 
 

@@ -28,7 +28,6 @@ from tools.web.read_url import read_url
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(chromium_path(refresh=True) is None, reason="no Chromium on this machine"),
 ]
 
 

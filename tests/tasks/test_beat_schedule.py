@@ -1,0 +1,62 @@
+"""Beat's fixed jobs as the database scheduler sends them."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django_celery_beat.schedulers import ModelEntry
+
+from flarebot.celery import app
+
+pytestmark = pytest.mark.django_db
+
+# django-celery-beat reads an expiry only as `expire_seconds`: an `expires` option is
+# silently dropped, and a run nobody took in time would then wait in the queue for ever.
+EXPIRY_SECONDS = {
+    "conversations-reconcile-turns": 20,
+    "conversations-reconcile-browser-tasks": 20,
+    "tools-browser-leases-sweep": 60,
+    "tasks-reconcile": 30,
+}
+
+
+@pytest.mark.parametrize(("name", "seconds"), sorted(EXPIRY_SECONDS.items()))
+def test_beat_sends_each_fixed_job_with_its_expiry(name: str, seconds: int) -> None:
+    entry = ModelEntry.from_entry(name, app=app, **settings.CELERY_BEAT_SCHEDULE[name])
+
+    assert entry.options["expires"] == seconds
+
+
+# Beat commits and closes connections as it reads: a transaction of the test's own would break.
+@pytest.mark.django_db(transaction=True)
+def test_a_fixed_job_deleted_while_beat_runs_is_back_at_the_next_reload() -> None:
+    from django_celery_beat.models import PeriodicTask
+
+    from tasks.beat import TaskDatabaseScheduler
+
+    scheduler = TaskDatabaseScheduler(app=app, lazy=True)
+    scheduler.setup_schedule()
+    PeriodicTask.objects.filter(name="conversations-reconcile-turns").delete()
+
+    reloaded = scheduler.all_as_schedule()
+
+    assert "conversations-reconcile-turns" in reloaded
+    assert reloaded["conversations-reconcile-turns"].options["expires"] == 20
+    assert PeriodicTask.objects.filter(name="conversations-reconcile-turns", enabled=True).exists()
+
+
+# Beat commits and closes connections as it reads: a transaction of the test's own would break.
+@pytest.mark.django_db(transaction=True)
+def test_a_fixed_job_the_operator_disabled_stays_disabled() -> None:
+    from django_celery_beat.models import PeriodicTask
+
+    from tasks.beat import TaskDatabaseScheduler
+
+    scheduler = TaskDatabaseScheduler(app=app, lazy=True)
+    scheduler.setup_schedule()
+    PeriodicTask.objects.filter(name="tools-browser-leases-sweep").update(enabled=False)
+
+    reloaded = scheduler.all_as_schedule()
+
+    assert "tools-browser-leases-sweep" not in reloaded
+    assert "conversations-reconcile-turns" in reloaded
