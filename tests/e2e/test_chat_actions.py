@@ -61,7 +61,7 @@ def test_it_labels_copies_and_highlights_a_code_block_once_its_fence_closes(
     apply_look(page, look)
     # The closing fence comes a while after the code: long enough to see the block open.
     chunks = ["Here it is:\n\n", TABLE, "\n```python\n", *CODE]
-    fake_providers.script([*paced(chunks, 0.05), Text("```\n\nDone.", delay=2.0)])
+    fake_providers.script([*paced(chunks, 0.05), Text("```\n\nDone.", delay=3.0)])
     conversation_id = live_owner.create_conversation("Code")
     open_conversation(page, conversation_id)
     assert_scheme(page, look)
