@@ -34,6 +34,7 @@ anthropic_key = chat_support.anthropic_key
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 CODE = ["def add(a, b):\n", "    return a + b\n", "\n", "print(add(2, 3))  # 5\n"]
+MORE = [f"print(add({i}, {i}))\n" for i in range(6)]
 HIGHLIGHTER_LOADED = "performance.getEntriesByType('resource').filter((e) => e.name.includes('/highlight/')).length"
 TABLE = "| Tool | Use |\n| --- | --- |\n| `grep` | " + "find text in very long file names " * 4 + "|\n"
 
@@ -59,9 +60,10 @@ def test_it_labels_copies_and_highlights_a_code_block_once_its_fence_closes(
 ) -> None:
     page = chat_page
     apply_look(page, look)
-    # The closing fence comes a while after the code: long enough to see the block open.
+    # The closing fence comes a while after the code (more lines keep arriving, slowly, so
+    # that no stall is suspected): long enough to see the block open.
     chunks = ["Here it is:\n\n", TABLE, "\n```python\n", *CODE]
-    fake_providers.script([*paced(chunks, 0.05), Text("```\n\nDone.", delay=3.0)])
+    fake_providers.script([*paced(chunks, 0.05), *paced(MORE, 0.5), Text("```\n\nDone.")])
     conversation_id = live_owner.create_conversation("Code")
     open_conversation(page, conversation_id)
     assert_scheme(page, look)
@@ -81,7 +83,7 @@ def test_it_labels_copies_and_highlights_a_code_block_once_its_fence_closes(
     expect(keyword).to_have_text("def")
     colors = keyword.evaluate("(k) => [getComputedStyle(k).color, getComputedStyle(k.closest('pre')).color]")
     assert colors[0] != colors[1]  # the theme of the scheme applies
-    expect(block.locator("code")).to_have_text("".join(CODE).rstrip("\n"))
+    expect(block.locator("code")).to_have_text("".join(CODE + MORE).rstrip("\n"))
     table = last_answer(page).locator("table")
     expect(table.locator("th")).to_have_text(["Tool", "Use"])
     expect(table.locator("td code")).to_have_text("grep")
@@ -90,7 +92,7 @@ def test_it_labels_copies_and_highlights_a_code_block_once_its_fence_closes(
 
     block.get_by_role("button", name="Copy python code").click()
     expect(block.get_by_role("button", name="Copy python code")).to_have_text("Copied")
-    assert clipboard(page) == "".join(CODE).rstrip("\n")
+    assert clipboard(page) == "".join(CODE + MORE).rstrip("\n")
 
     page.reload()
     expect(last_answer(page).locator("code .hljs-keyword").first).to_have_text("def")
