@@ -1,7 +1,8 @@
 // What every part of the chat page shares: its elements, small DOM helpers, notices, the
 // connection badge, scrolling, the page's state, and the hooks through which a lower module
 // (a conversation's view) tells an upper one (the sidebar, the composer) that something
-// happened, so that imports run one way: chat.js -> sidebar/composer -> view -> turn -> shell.
+// happened, so that imports run one way: chat.js -> header, search, actions, composer ->
+// sidebar -> view -> stream, turn -> code, markdown -> shell.
 
 import { ApiError } from "./api.js";
 

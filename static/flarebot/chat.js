@@ -1,7 +1,8 @@
-// The owner's chat page: conversations in a sidebar (chat-sidebar.js), the selected one's
-// transcript (chat-view.js, chat-turn.js) fed by its socket (chat-stream.js), and a
-// composer (chat-composer.js). This module wires them together, holds the page-wide
-// keyboard shortcuts, and starts the page.
+// The owner's chat page: conversations in a sidebar (chat-sidebar.js, chat-search.js), the
+// selected one's transcript (chat-view.js, chat-turn.js, chat-code.js) fed by its socket
+// (chat-stream.js), message actions (chat-actions.js), the header's model and export
+// (chat-header.js), and a composer (chat-composer.js). This module wires them together,
+// holds the page-wide keyboard shortcuts (Escape, Ctrl+Shift+O), and starts the page.
 
 import "./chat-actions.js";
 import { loadModel } from "./chat-header.js";
