@@ -6,6 +6,7 @@ import re
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from flarebot.core.models import Installation
 from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
@@ -34,13 +35,16 @@ def test_it_shows_what_runs_here_and_how_to_add_what_is_missing(page: Page, owne
     page.get_by_role("link", name="System").click()
 
     # The live stack's worker and scheduler report in within seconds; "Check again" asks anew.
-    page.wait_for_function(
-        "() => ['workers', 'beat', 'chromium'].every((n) =>"
-        " document.querySelector(`#system-list [data-component=${n}]`)?.dataset.state === 'ok')"
-        " || (document.querySelector('#system-reload').click(), false)",
-        polling=1000,
-        timeout=WAIT_MS,
-    )
+    try:
+        page.wait_for_function(
+            "() => ['workers', 'beat', 'chromium'].every((n) =>"
+            " document.querySelector(`#system-list [data-component=${n}]`)?.dataset.state === 'ok')"
+            " || (document.querySelector('#system-reload').click(), false)",
+            polling=1000,
+            timeout=WAIT_MS,
+        )
+    except PlaywrightTimeout:
+        raise AssertionError(f"not all found in {WAIT_MS} ms: {page.locator('#system-list').inner_text()}") from None
     expect(row(page, "database")).to_have_attribute("data-state", "ok")
     expect(row(page, "broker")).to_have_attribute("data-state", "ok")
     expect(row(page, "chromium").locator(".system-detail")).to_have_text(re.compile(r"chromium"))
