@@ -5,7 +5,8 @@
 
 Starts the private stack of bench/harness.py, seeds its database through the ORM (50
 conversations; the newest holds 100 completed turns, i.e. a 200-message transcript of
-Markdown answers, with the turn rows and event log a real run leaves), then loads `/`
+Markdown answers with tables, task lists and code blocks in five languages, with the turn
+rows and event log a real run leaves), then loads `/`
 and `/settings/` in Debian's Chromium through Playwright. A cold load is a fresh browser
 context (empty cache); a warm load navigates again in the same context. Printed and
 written to bench/results/pages.json:
@@ -14,8 +15,11 @@ written to bench/results/pages.json:
   `document.body.dataset.ready === "1"`, or, for a chat page that sets no marker, the
   selected conversation's 200 messages in the DOM with the composer enabled;
 - our own JS and CSS (files under /static/flarebot/ that each page loaded): bytes
-  uncompressed, bytes transferred, and what gzip would make of them; plus every byte the
-  cold load transferred (document, assets, API responses).
+  uncompressed, bytes transferred (with the vendored markdown-it, which the first
+  transcript needs), and what gzip would make of them; the vendored ones
+  (/static/vendor/: markdown-it, and highlight.js with the grammars the transcript needs)
+  the same way, apart; plus every byte the cold load transferred (document, assets, API
+  responses).
 Targets: first render under 300 ms on loopback, own JS+CSS under 100 KB uncompressed.
 """
 
@@ -51,6 +55,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-c
 CONVERSATIONS = 50
 TURNS = 100  # 200 messages
 OWN_ASSETS = "/static/flarebot/"
+VENDOR_ASSETS = "/static/vendor/"  # markdown-it, and highlight.js once a code block shows
 TARGET_FIRST_RENDER_MS = 300.0
 TARGET_OWN_BYTES = 100 * 1024
 TIMEOUT_MS = 30_000
@@ -90,7 +95,9 @@ TIMINGS = """
   const nav = performance.getEntriesByType("navigation")[0];
   const fcp = performance.getEntriesByType("paint").find((e) => e.name === "first-contentful-paint");
   const resources = performance.getEntriesByType("resource");
-  const own = resources.filter((r) => new URL(r.name).pathname.startsWith("OWN_ASSETS"));
+  // What the page needs to show itself: highlight.js comes later, with the first code block.
+  const needed = (path) => path.startsWith("/static/") && !path.startsWith("/static/vendor/highlight/");
+  const own = resources.filter((r) => needed(new URL(r.name).pathname));
   const sum = (list, key) => list.reduce((total, r) => total + (r[key] || 0), 0);
   const end = (list) => list.reduce((latest, r) => Math.max(latest, r.responseEnd), 0) || null;
   const api = resources.filter((r) => new URL(r.name).pathname.startsWith("/api/"));
@@ -117,7 +124,7 @@ TIMINGS = """
     total_transferred: nav.transferSize + sum(resources, "transferSize"),
   };
 }
-""".replace("OWN_ASSETS", OWN_ASSETS)
+"""
 
 
 # ---- Seeding ---------------------------------------------------------------------------
@@ -132,6 +139,10 @@ TOPICS = [
 ]
 
 
+# The fence language of each topic's code (highlighted once the page loads the highlighter).
+LANGUAGES = ["sql", "rust", "yaml", "python", "text", "css"]
+
+
 def _question(turn: int) -> str:
     topic, term, _ = TOPICS[turn % len(TOPICS)]
     return f"Turn {turn}: about {topic.lower()}, can you explain {term} and show a short example? Keep it practical."
@@ -139,6 +150,7 @@ def _question(turn: int) -> str:
 
 def _answer(turn: int) -> str:
     topic, term, code = TOPICS[turn % len(TOPICS)]
+    lang = LANGUAGES[turn % len(TOPICS)]
     return (
         f"## {topic}: {term}\n\n"
         f"Here is the short version for turn {turn}. **{term.capitalize()}** matters because it decides "
@@ -146,9 +158,11 @@ def _answer(turn: int) -> str:
         f"1. Start from the defaults and measure before tuning `{term}`.\n"
         f"2. Change one setting at a time, and write down why.\n"
         f"3. Keep the [official documentation](https://example.org/{term.replace(' ', '-')}) at hand.\n\n"
-        f"```\n{code}\n```\n\n"
-        f"- Cost: small, once it is set up\n"
-        f"- Risk: low, as long as you `test` it first\n\n"
+        f"```{lang}\n{code}\n```\n\n"
+        f"| Setting | Default | When to change |\n| :--- | :---: | ---: |\n"
+        f"| `{term}` | on | after measuring |\n| retries | 3 | rarely |\n| timeout | 30 s | for slow peers |\n\n"
+        f"- [x] Cost: small, once it is set up\n"
+        f"- [ ] Risk: low, as long as you `test` it first\n\n"
         f"> A rule of thumb: if you cannot explain a setting, leave it at its default.\n\n"
         f"Tell me if you want the longer version with the trade-offs."
     )
@@ -249,7 +263,7 @@ class PageFigures:
 
         def on_response(response: Response) -> None:
             path = urlparse(response.url).path
-            if path.startswith(OWN_ASSETS) and response.status == 200:
+            if path.startswith((OWN_ASSETS, VENDOR_ASSETS)) and response.status == 200:
                 self.assets[path] = len(response.body())
 
         page.on("pageerror", on_error)
@@ -358,17 +372,25 @@ def summarize(figures: PageFigures) -> dict[str, Any]:
         for path, entries in sorted(calls.items())
     }
     first_cold = figures.cold[0] if figures.cold else {}
-    gzipped = sum(len(gzip.compress((ROOT / path.lstrip("/")).read_bytes())) for path in figures.assets)
+    own = {path: size for path, size in figures.assets.items() if path.startswith(OWN_ASSETS)}
+    vendored = {path: size for path, size in figures.assets.items() if path.startswith(VENDOR_ASSETS)}
+
+    def gzipped(paths: dict[str, int]) -> int:
+        return sum(len(gzip.compress((ROOT / path.lstrip("/")).read_bytes())) for path in paths)
+
     return {
         "path": figures.path,
         "cold": {key: stats(figures.cold, key) for key in STAGES},
         "warm": {key: stats(figures.warm, key) for key in STAGES},
         "api_cold_p50": api,
         "interactive_by": sorted({r["how"] for r in figures.cold + figures.warm}),
-        "own_assets": figures.assets,
-        "own_bytes": sum(figures.assets.values()),
+        "own_assets": own,
+        "own_bytes": sum(own.values()),
         "own_bytes_transferred": first_cold.get("own_transferred"),
-        "own_bytes_gzip": gzipped,
+        "own_bytes_gzip": gzipped(own),
+        "vendored_assets": vendored,
+        "vendored_bytes": sum(vendored.values()),
+        "vendored_bytes_gzip": gzipped(vendored),
         "total_transferred_cold": first_cold.get("total_transferred"),
         "errors": sorted(set(figures.errors)),
     }
@@ -438,6 +460,11 @@ def report(pages: list[dict[str, Any]], *, runs: int, messages: int) -> int:
             f"interactive by {'/'.join(page['interactive_by'])}"
         )
         print(f"{'':<11} {', '.join(f'{Path(p).name} {s:,}' for p, s in page['own_assets'].items())}")
+        if page["vendored_assets"]:
+            print(
+                f"{'':<11} vendored {page['vendored_bytes']:,} B ({page['vendored_bytes_gzip']:,} B gzipped): "
+                + ", ".join(f"{p.removeprefix(VENDOR_ASSETS)} {s:,}" for p, s in page["vendored_assets"].items())
+            )
         for error in page["errors"]:
             print(f"{'':<11} ERROR {error}")
     union = {path: size for page in app_pages for path, size in page["own_assets"].items()}

@@ -16,6 +16,7 @@ from conversations.turns import MAX_TEXT_UTF16
 from flarebot.core.errors import LimitReached
 from flarebot.core.sessions import SessionState, owner_session_end, owner_session_state
 from flarebot.core.signin import owner_signin
+from memory.query import QUERY_MAX
 from memory.services import MAX_CONTENT, MAX_FACTS
 from tasks.schedule import CRON_MAX
 from tasks.services import INSTRUCTIONS_MAX, MAX_TASKS, NAME_MAX
@@ -44,7 +45,8 @@ def home(request: HttpRequest) -> HttpResponse:
     """Show the chat page to the owner; send anyone else to the sign-in page."""
     if not _is_owner(request):
         return HttpResponseRedirect("/login/")
-    return render(request, "chat.html", {"limits": {"message": MAX_TEXT_UTF16, "name": NAME_MAX_UTF16}})
+    limits = {"message": MAX_TEXT_UTF16, "name": NAME_MAX_UTF16, "query": QUERY_MAX}
+    return render(request, "chat.html", {"limits": limits})
 
 
 @require_http_methods(["GET", "HEAD"])

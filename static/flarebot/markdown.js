@@ -1,12 +1,55 @@
-// A small Markdown renderer for model answers that builds DOM nodes and never parses HTML.
+// Markdown of model answers as DOM nodes: markdown-it (vendored, raw HTML off) parses, this
+// module builds the elements from its tokens and never parses or assigns HTML.
 //
 // Model text is untrusted: every character ends up in a text node, elements come from a
-// fixed list (p, h1-h6, strong, em, del, code, pre, ul, ol, li, blockquote, hr, br, a),
-// no attribute but href/rel/target on links, start on lists and data-lang on code is ever
-// set, and links keep only http(s) and mailto targets. Raw HTML is shown as the text it is.
+// fixed list (p, h1-h6, strong, em, del, code, pre, ul, ol, li, blockquote, hr, br, a,
+// table, thead, tbody, tr, th, td, and a disabled checkbox input for task list items), no
+// attribute but href/rel/target on links, start on lists, data-lang on code, data-open on
+// the pre of a fence that is not closed yet (a streaming answer), data-align on table cells
+// and type/checked/disabled on task checkboxes is ever set, and links keep only http(s) and
+// mailto targets. Raw HTML is shown as the text it is; images are never loaded (they become
+// a link to the picture, labelled by its alt text).
+//
+// Beyond CommonMark: GitHub's tables, task lists, strikethrough and bare URLs as links.
+// Soft line breaks show as line breaks, as chats do. bench/commonmark.py measures the
+// result against the spec's own examples.
+//
+// markdown-it is most of the page's script: it is fetched when the first transcript is
+// (markdownReady), in parallel with it, so that it never holds up the page's first paint.
 
 const SAFE_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
-const MAX_DEPTH = 12; // nested quotes/lists deeper than this are shown as plain paragraphs
+const MAX_NESTING = 40; // deeper quotes and lists are shown as text (markdown-it's own guard)
+const LANG_MAX = 40;
+
+// Bare links as GitHub reads them: a scheme or "www."; a bare domain ("example.org") or an
+// e-mail address stays text (see LINKIFIED). Finding "www." links needs linkify's fuzzy
+// search, which doubles the parse time of every text: only a text holding "www." gets it.
+function parser(markdownit, { fuzzy }) {
+  const md = markdownit({ html: false, linkify: true, breaks: true, typographer: false, maxNesting: MAX_NESTING });
+  md.linkify.set({ fuzzyLink: fuzzy, fuzzyEmail: false });
+  // Every target is judged once, by safeHref, when the element is built: an unsafe one
+  // keeps its label as text instead of showing the whole "[label](target)" source.
+  md.validateLink = () => true;
+  return md;
+}
+let md = null;
+let mdWww = null;
+let loading = null;
+
+/** Load the parser once; resolves when renderMarkdown can render. */
+export function markdownReady() {
+  loading ??= import("../vendor/markdown-it/markdown-it.min.js").then(
+    ({ default: markdownit }) => {
+      md = parser(markdownit, { fuzzy: false });
+      mdWww = parser(markdownit, { fuzzy: true });
+    },
+    (error) => {
+      loading = null; // the next load tries again
+      throw error;
+    },
+  );
+  return loading;
+}
 
 /** Return a safe absolute href for a link target, or null. */
 export function safeHref(raw) {
@@ -25,352 +68,173 @@ export function safeHref(raw) {
   return url.href;
 }
 
-function link(href, children) {
+function link(href) {
   const a = document.createElement("a");
   a.href = href;
   a.rel = "noopener noreferrer nofollow";
   a.target = "_blank";
-  for (const child of children) a.append(child);
   return a;
 }
 
-function el(tag, children = []) {
-  const node = document.createElement(tag);
-  for (const child of children) node.append(child);
-  return node;
+// Tags a token may open, as the element built for it.
+const BLOCK_TAGS = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote"]);
+const TABLE_TAGS = new Set(["table", "thead", "tbody", "tr", "th", "td"]);
+const INLINE_TAGS = { em: "em", strong: "strong", s: "del" };
+const TASK = /^\[([ xX])\](?:[ \t]|$)/;
+const CLOSING_FENCE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
+const LINKIFIED = /^(?:https?:\/\/|mailto:|www\.)/i;
+
+function alignOf(token) {
+  const style = token.attrGet("style") || "";
+  const match = style.match(/text-align:(left|right|center)/);
+  return match ? match[1] : "";
 }
 
-// ---------------------------------------------------------------------------------------
-// Inline
-
-const PUNCT = /[!-/:-@[-`{-~]/;
-const BARE_URL = /(?:https?:\/\/|mailto:)[^\s<>"]+/iy;
-const AUTOLINK = /<((?:https?:\/\/|mailto:)[^\s<>]+)>/iy;
-const BACKTICKS = /`+/y;
-
-function at(regex, text, i) {
-  regex.lastIndex = i;
-  return regex.exec(text);
-}
-
-function findClosing(text, from, delim, misses) {
-  // The closing delimiter must follow a non-space character. A search that failed from
-  // some point fails from any later one too: remembering that keeps long texts full of
-  // unmatched asterisks linear.
-  if (from >= (misses.get(delim) ?? Infinity)) return -1;
-  let i = from;
-  while ((i = text.indexOf(delim, i)) !== -1) {
-    if (i > from && !/\s/.test(text[i - 1]) && text[i - 1] !== "\\") return i;
-    i += delim.length;
-  }
-  misses.set(delim, from);
-  return -1;
-}
-
-function matchBracket(text, open) {
-  let depth = 0;
-  for (let i = open; i < text.length; i++) {
-    const c = text[i];
-    if (c === "\\") i++;
-    else if (c === "`") {
-      const end = text.indexOf("`", i + 1);
-      if (end !== -1) i = end;
-    } else if (c === "[") depth++;
-    else if (c === "]" && --depth === 0) return i;
-  }
-  return -1;
-}
-
-function linkTarget(text, open) {
-  // `(url)` or `(url "title")` or `(<url>)`; returns [url, end] or null.
-  if (text[open] !== "(") return null;
-  let depth = 0;
-  for (let i = open; i < text.length; i++) {
-    const c = text[i];
-    if (c === "\\") i++;
-    else if (c === "(") depth++;
-    else if (c === ")" && --depth === 0) {
-      let inner = text.slice(open + 1, i).trim();
-      const titled = inner.match(/^(\S+)\s+("[^"]*"|'[^']*')$/);
-      if (titled) inner = titled[1];
-      if (inner.startsWith("<") && inner.endsWith(">")) inner = inner.slice(1, -1);
-      return [inner, i + 1];
-    } else if (c === "\n" && text[i + 1] === "\n") return null;
-  }
-  return null;
-}
-
-/** Parse inline Markdown into an array of nodes. */
-export function parseInline(text, depth = 0) {
-  const out = [];
-  let buf = "";
-  const flush = () => {
-    if (buf) out.push(document.createTextNode(buf));
-    buf = "";
-  };
-  const push = (node) => {
-    flush();
-    out.push(node);
-  };
-  const misses = new Map();
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i];
-    if (c === "\\" && i + 1 < text.length && PUNCT.test(text[i + 1])) {
-      buf += text[i + 1];
-      i += 2;
-      continue;
-    }
-    if (c === "\\" && text[i + 1] === "\n") {
-      push(el("br"));
-      i += 2;
-      continue;
-    }
-    if (c === "\n") {
-      // A soft line break: chats treat it as a visible one.
-      buf = buf.replace(/ +$/, "");
-      push(el("br"));
-      i += 1;
-      while (text[i] === " ") i++;
-      continue;
-    }
-    if (c === "`") {
-      const run = at(BACKTICKS, text, i)[0];
-      const end = text.indexOf(run, i + run.length);
-      if (end !== -1 && text[end + run.length] !== "`") {
-        let code = text.slice(i + run.length, end).replace(/\n/g, " ");
-        if (/^ .*[^ ].* $/.test(code)) code = code.slice(1, -1);
-        push(el("code", [code]));
-        i = end + run.length;
-        continue;
+/** Append the nodes of inline tokens to `parent`. */
+function inline(tokens, parent) {
+  const stack = [parent];
+  const top = () => stack[stack.length - 1];
+  tokens.forEach((token, index) => {
+    switch (token.type) {
+      case "text":
+      case "html_inline":
+        top().append(token.content);
+        break;
+      case "softbreak":
+      case "hardbreak":
+        top().append(document.createElement("br"));
+        break;
+      case "code_inline":
+        top().append(Object.assign(document.createElement("code"), { textContent: token.content }));
+        break;
+      case "link_open": {
+        const text = tokens[index + 1]?.content || "";
+        const bare = token.markup === "linkify" && !LINKIFIED.test(text);
+        const href = bare ? null : safeHref(token.attrGet("href") || "");
+        // An unsafe target keeps only its visible label: its children go into a fragment.
+        const node = href ? link(href) : document.createDocumentFragment();
+        stack.push(node);
+        break;
       }
-      buf += run;
-      i += run.length;
-      continue;
-    }
-    const isImage = c === "!" && text[i + 1] === "[";
-    if (c === "[" || isImage) {
-      const open = isImage ? i + 1 : i;
-      const close = matchBracket(text, open);
-      const target = close !== -1 ? linkTarget(text, close + 1) : null;
-      if (target) {
-        const label = text.slice(open + 1, close);
-        const href = safeHref(target[0]);
-        // Images are never loaded: they become a link to the picture, labelled by its alt text.
-        const children = depth < MAX_DEPTH ? parseInline(label || target[0], depth + 1) : [label];
-        if (href) push(link(href, children));
-        else {
-          flush();
-          out.push(...children); // an unsafe target keeps only its visible label
-        }
-        i = target[1];
-        continue;
+      case "link_close": {
+        const node = stack.pop();
+        top().append(node);
+        break;
       }
-    }
-    if (c === "<") {
-      const auto = at(AUTOLINK, text, i);
-      if (auto) {
-        const href = safeHref(auto[1]);
+      case "image": {
+        const href = safeHref(token.attrGet("src") || "");
+        const alt = md.renderer.renderInlineAsText(token.children || [], md.options, {});
+        const label = alt || (href ? token.attrGet("src") : "");
         if (href) {
-          push(link(href, [auto[1]]));
-          i += auto[0].length;
-          continue;
+          const a = link(href);
+          a.textContent = label;
+          top().append(a);
+        } else top().append(label);
+        break;
+      }
+      default: {
+        const tag = INLINE_TAGS[token.tag];
+        if (!tag) break;
+        if (token.nesting === 1) stack.push(document.createElement(tag));
+        else if (token.nesting === -1 && stack.length > 1) {
+          const node = stack.pop();
+          top().append(node);
         }
       }
     }
-    if ((c === "h" || c === "H" || c === "m" || c === "M") && (i === 0 || /[\s(*_~]/.test(text[i - 1]))) {
-      const bare = at(BARE_URL, text, i);
-      if (bare) {
-        let url = bare[0];
-        // Trailing punctuation ends a sentence rather than the URL; keep balanced parens.
-        while (/[.,;:!?'*_~]$/.test(url) || (url.endsWith(")") && count(url, "(") < count(url, ")"))) {
-          url = url.slice(0, -1);
-        }
-        const href = safeHref(url);
-        if (href && url.length > 8) {
-          push(link(href, [url]));
-          i += url.length;
-          continue;
-        }
-      }
-    }
-    if ((c === "*" || c === "_" || c === "~") && depth < MAX_DEPTH) {
-      const double = text[i + 1] === c;
-      const delim = double ? c + c : c;
-      const intraword = c === "_" && i > 0 && /[\p{L}\p{N}]/u.test(text[i - 1]);
-      const opens = !intraword && text[i + delim.length] && !/\s/.test(text[i + delim.length]);
-      if (opens && (c !== "~" || double)) {
-        const end = findClosing(text, i + delim.length, delim, misses);
-        const closesWord = end !== -1 && c === "_" && /[\p{L}\p{N}]/u.test(text[end + delim.length] || "");
-        if (end !== -1 && !closesWord) {
-          const tag = c === "~" ? "del" : double ? "strong" : "em";
-          push(el(tag, parseInline(text.slice(i + delim.length, end), depth + 1)));
-          i = end + delim.length;
-          continue;
-        }
-      }
-      buf += delim;
-      i += delim.length;
-      continue;
-    }
-    buf += c;
-    i += 1;
+  });
+  while (stack.length > 1) {
+    const node = stack.pop();
+    top().append(node);
   }
-  flush();
-  return out;
 }
 
-function count(text, ch) {
-  return text.split(ch).length - 1;
+/** Turn "[ ] " or "[x] " at the start of a list item into a disabled checkbox. */
+function taskBox(children) {
+  const first = children[0];
+  const match = first && first.type === "text" ? first.content.match(TASK) : null;
+  if (!match) return null;
+  first.content = first.content.slice(match[0].length);
+  const box = document.createElement("input");
+  box.type = "checkbox";
+  box.disabled = true;
+  box.defaultChecked = match[1] !== " "; // the attribute, so that a copy of the DOM keeps it
+  return box;
 }
 
-// ---------------------------------------------------------------------------------------
-// Blocks
-
-const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)[^`]*$/;
-const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
-const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
-const QUOTE = /^ {0,3}> ?(.*)$/;
-const BULLET = /^( {0,3})([-*+])([ \t]+)(.*)$/;
-const ORDERED = /^( {0,3})(\d{1,9})([.)])([ \t]+)(.*)$/;
-const BLANK = /^\s*$/;
-
-function listMarker(line) {
-  let m = line.match(BULLET);
-  if (m) return { ordered: false, indent: m[1].length + 1 + m[3].length, start: 1, text: m[4], bullet: m[2] };
-  m = line.match(ORDERED);
-  if (m) {
-    const width = m[1].length + m[2].length + 1 + m[4].length;
-    return { ordered: true, indent: width, start: Number(m[2]), text: m[5], bullet: m[3] };
+function codeBlock(token, lines) {
+  const code = document.createElement("code");
+  code.textContent = token.content.replace(/\n$/, "");
+  const pre = document.createElement("pre");
+  pre.append(code);
+  if (token.type === "fence") {
+    const lang = md.utils.unescapeAll(token.info).trim().split(/\s+/)[0];
+    if (lang) code.dataset.lang = lang.slice(0, LANG_MAX);
+    // Closed only if its last line is a closing fence of the same kind, at least as long.
+    const [start, end] = token.map || [0, 0];
+    const last = end - 1 > start ? lines[end - 1].match(CLOSING_FENCE) : null;
+    const closed = last && last[1][0] === token.markup[0] && last[1].length >= token.markup.length;
+    if (!closed) pre.dataset.open = "";
   }
-  // An empty item ("-" alone) is still an item.
-  m = line.match(/^( {0,3})([-*+])$/);
-  if (m) return { ordered: false, indent: m[1].length + 2, start: 1, text: "", bullet: m[2] };
-  return null;
-}
-
-function startsBlock(line) {
-  return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line) || listMarker(line) !== null;
-}
-
-function dedent(line, n) {
-  let i = 0;
-  while (i < n && i < line.length && line[i] === " ") i++;
-  return line.slice(i);
-}
-
-/** Parse block Markdown lines into an array of nodes. */
-function parseBlocks(lines, depth) {
-  const out = [];
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i];
-    if (BLANK.test(line)) {
-      i++;
-      continue;
-    }
-    let m = line.match(FENCE);
-    if (m) {
-      const fence = m[1];
-      const closing = new RegExp(`^ {0,3}${fence[0]}{${fence.length},}\\s*$`);
-      const indent = line.length - line.trimStart().length;
-      const body = [];
-      i++;
-      // An unclosed fence (a streaming answer) runs to the end.
-      while (i < lines.length && !closing.test(lines[i])) {
-        body.push(dedent(lines[i], indent));
-        i++;
-      }
-      i++;
-      const code = el("code", [body.join("\n")]);
-      if (m[2]) code.dataset.lang = m[2].slice(0, 40);
-      out.push(el("pre", [code]));
-      continue;
-    }
-    m = line.match(HEADING);
-    if (m) {
-      out.push(el(`h${m[1].length}`, parseInline(m[2] || "", depth)));
-      i++;
-      continue;
-    }
-    if (RULE.test(line)) {
-      out.push(el("hr"));
-      i++;
-      continue;
-    }
-    if (QUOTE.test(line) && depth < MAX_DEPTH) {
-      const inner = [];
-      while (i < lines.length && !BLANK.test(lines[i])) {
-        const q = lines[i].match(QUOTE);
-        if (q) inner.push(q[1]);
-        else if (startsBlock(lines[i])) break;
-        else inner.push(lines[i]); // lazy continuation
-        i++;
-      }
-      out.push(el("blockquote", parseBlocks(inner, depth + 1)));
-      continue;
-    }
-    const marker = listMarker(line);
-    if (marker && depth < MAX_DEPTH) {
-      const list = el(marker.ordered ? "ol" : "ul");
-      if (marker.ordered && marker.start !== 1) list.start = marker.start;
-      let loose = false;
-      while (i < lines.length) {
-        const item = listMarker(lines[i]);
-        if (!item || item.ordered !== marker.ordered || item.bullet !== marker.bullet) break;
-        const body = [item.text];
-        i++;
-        let sawBlank = false;
-        while (i < lines.length) {
-          const next = lines[i];
-          if (BLANK.test(next)) {
-            sawBlank = true;
-            body.push("");
-            i++;
-            continue;
-          }
-          const indented = next.length - next.trimStart().length >= item.indent;
-          if (indented) {
-            body.push(dedent(next, item.indent));
-          } else if (!sawBlank && !startsBlock(next)) {
-            body.push(next.trimStart()); // lazy continuation of the item's paragraph
-          } else {
-            break;
-          }
-          sawBlank = false;
-          i++;
-        }
-        while (body.length && body[body.length - 1] === "") body.pop();
-        if (sawBlank && i < lines.length && listMarker(lines[i])) loose = true;
-        list.append(el("li", parseBlocks(body, depth + 1)));
-      }
-      if (!loose) {
-        // Tight lists show their items' paragraphs inline.
-        for (const li of list.children) {
-          for (const p of [...li.children]) if (p.tagName === "P") p.replaceWith(...p.childNodes);
-        }
-      }
-      out.push(list);
-      continue;
-    }
-    const para = [];
-    while (i < lines.length && !BLANK.test(lines[i]) && !(para.length && startsBlock(lines[i]))) {
-      para.push(lines[i].trimStart());
-      i++;
-    }
-    if (!para.length) {
-      para.push(lines[i]); // deeper than MAX_DEPTH: shown as text
-      i++;
-    }
-    out.push(el("p", parseInline(para.join("\n"), depth)));
-  }
-  return out;
+  return pre;
 }
 
 /** Render Markdown text into a DocumentFragment of safe elements. */
 export function renderMarkdown(text) {
+  const source = String(text);
+  if (!md) {
+    // Not loaded (yet): the text as it is, which is still safe and readable.
+    const p = document.createElement("p");
+    p.textContent = source;
+    const fragment = document.createDocumentFragment();
+    fragment.append(p);
+    markdownReady();
+    return fragment;
+  }
+  const tokens = (/www\./i.test(source) ? mdWww : md).parse(source, {});
+  const lines = source.replace(/\r\n?/g, "\n").split("\n");
   const fragment = document.createDocumentFragment();
-  const lines = String(text).replace(/\r\n?/g, "\n").replace(/\t/g, "    ").split("\n");
-  fragment.append(...parseBlocks(lines, 0));
+  const stack = [fragment];
+  const top = () => stack[stack.length - 1];
+  let item = null; // the list item whose first paragraph may start with a task box
+  for (const token of tokens) {
+    if (token.type === "inline") {
+      const children = token.children || [];
+      const box = item ? taskBox(children) : null;
+      item = null;
+      if (box) top().append(box, " ");
+      inline(children, top());
+    } else if (token.type === "fence" || token.type === "code_block") {
+      top().append(codeBlock(token, lines));
+      item = null;
+    } else if (token.type === "hr") {
+      top().append(document.createElement("hr"));
+    } else if (token.type === "html_block") {
+      const p = document.createElement("p");
+      p.textContent = token.content.replace(/\n$/, "");
+      top().append(p);
+    } else if (token.nesting === 1) {
+      const tag = token.tag;
+      // A tight list's paragraphs are hidden: their text goes straight into the item.
+      if (token.hidden || !(BLOCK_TAGS.has(tag) || TABLE_TAGS.has(tag))) {
+        stack.push(document.createDocumentFragment());
+        continue;
+      }
+      const node = document.createElement(tag);
+      if (tag === "ol") {
+        const start = token.attrGet("start");
+        if (start !== null && Number(start) !== 1) node.start = Number(start);
+      }
+      if (tag === "th" || tag === "td") {
+        const align = alignOf(token);
+        if (align) node.dataset.align = align;
+      }
+      item = tag === "li" ? node : item && tag === "p" ? item : null;
+      stack.push(node);
+    } else if (token.nesting === -1 && stack.length > 1) {
+      const node = stack.pop();
+      top().append(node);
+    }
+  }
   return fragment;
 }

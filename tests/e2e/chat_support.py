@@ -112,3 +112,46 @@ def watch_transcript_for(page: Page, text: str) -> None:
         }""",
         text,
     )
+
+
+# The four ways the page is checked: both widths, both colour schemes.
+LOOKS = [
+    pytest.param((width, scheme), id=f"{scheme}-{width}px") for width in (1280, 375) for scheme in ("light", "dark")
+]
+# The page's own background in each scheme (base.css): proof that the scheme took effect.
+BACKGROUNDS = {"light": "rgb(255, 255, 255)", "dark": "rgb(20, 20, 23)"}
+
+
+def apply_look(page: Page, look: tuple[int, str]) -> None:
+    """Show the page at a width and in a colour scheme."""
+    width, scheme = look
+    page.set_viewport_size({"width": width, "height": 800})
+    page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+
+
+def assert_scheme(page: Page, look: tuple[int, str]) -> None:
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == BACKGROUNDS[look[1]]
+
+
+def open_sidebar(page: Page, look: tuple[int, str]) -> None:
+    """On a narrow screen the sidebar is behind its toggle."""
+    if look[0] < 760:
+        page.get_by_role("button", name="Show conversations").click()
+        expect(page.locator("#sidebar")).to_have_css("transform", "none")
+
+
+def clipboard(page: Page) -> str:
+    """What the page put on the clipboard (the context was granted reading it)."""
+    return str(page.evaluate("navigator.clipboard.readText()"))
+
+
+def no_sideways_scroll(page: Page) -> None:
+    """Nothing of the page scrolls sideways: wide tables and code scroll inside themselves."""
+    widths = page.evaluate(
+        """() => {
+            const t = document.getElementById("transcript");
+            return [document.documentElement.scrollWidth - document.documentElement.clientWidth,
+                    t.scrollWidth - t.clientWidth];
+        }"""
+    )
+    assert widths == [0, 0], widths

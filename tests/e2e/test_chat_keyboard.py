@@ -1,18 +1,20 @@
 """The chat page from the keyboard, in real Chromium at 1280 and 375 pixels: Escape stops a
-streaming answer (after closing what is open), and the transcript scrolls with
-PageUp/PageDown/Home/End once focused.
+streaming answer (after closing what is open), the transcript scrolls with
+PageUp/PageDown/Home/End once focused, and every daily feature (new chat, message and code
+actions, Edit, export, the model, search) works with the keyboard alone.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.e2e import chat_support
-from tests.e2e.chat_support import last_answer, open_conversation, paced, send
+from tests.e2e.chat_support import LOOKS, apply_look, clipboard, last_answer, open_conversation, paced, send
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live_clients import OwnerClient, message_text
 
@@ -101,10 +103,12 @@ def test_it_scrolls_the_focused_transcript_with_page_and_home_keys(
     transcript = page.get_by_role("region", name="Transcript")
     wait_until(page, BOTTOM)
 
-    # Reached from the composer with Shift+Tab, like any other part of the page.
+    # Reached from the composer with Shift+Tab, like any other part of the page: the focus
+    # lands on the last answer's actions, and the keys scroll the transcript around them.
     page.get_by_role("textbox", name="Message").focus()
     page.keyboard.press("Shift+Tab")
-    expect(transcript).to_be_focused()
+    expect(page.get_by_role("button", name="Regenerate answer")).to_be_focused()
+    assert focus_in_transcript(page)
 
     assert scroll_with(page, "Home") == 0
     one_page = scroll_with(page, "PageDown")
@@ -114,7 +118,12 @@ def test_it_scrolls_the_focused_transcript_with_page_and_home_keys(
     assert 0 < one_page < two_pages < end
     assert back_one == pytest.approx(one_page, abs=2)
     assert page.evaluate(BOTTOM)
-    expect(transcript).to_be_focused()
+    assert focus_in_transcript(page)
+    expect(transcript).to_be_visible()
+
+
+def focus_in_transcript(page: Page) -> bool:
+    return bool(page.evaluate("document.getElementById('transcript').contains(document.activeElement)"))
 
 
 def scroll_with(page: Page, key: str) -> float:
@@ -129,3 +138,104 @@ def scroll_with(page: Page, key: str) -> float:
     page.keyboard.press(key)
     wait_until(page, "window.__scrolled === true")
     return float(page.evaluate("document.getElementById('transcript').scrollTop"))
+
+
+def tab_to(page: Page, selector: str, *, backwards: bool = False, presses: int = 60) -> None:
+    """Press Tab (or Shift+Tab) until the element matching `selector` has the focus."""
+    for _ in range(presses):
+        if page.evaluate("(s) => document.activeElement?.matches(s) === true", selector):
+            return
+        page.keyboard.press("Shift+Tab" if backwards else "Tab")
+    raise AssertionError(f"{selector} never got the focus")
+
+
+@pytest.mark.parametrize("look", [LOOKS[0], LOOKS[3]])
+def test_the_daily_features_work_by_keyboard_alone(
+    chat_page: Page,
+    context: BrowserContext,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+    look: tuple[int, str],
+    tmp_path: Path,
+) -> None:
+    page = chat_page
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    apply_look(page, look)
+    narrow = look[0] < 760
+    answer = "Use this:\n\n```js\nconst x = 1;\n```\n\n| a | b |\n| - | - |\n| 1 | 2 |"
+    fake_providers.script([Text(answer)], [Text("Edited answer.")])
+    live_owner.create_conversation("Earlier")
+    page.goto("/")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+
+    # A new chat, a question, an answer: all from the keyboard.
+    page.keyboard.press("Control+Shift+O")
+    composer = page.get_by_role("textbox", name="Message")
+    expect(composer).to_be_focused()
+    page.keyboard.type("Show me code.")
+    page.keyboard.press("Enter")
+    expect(last_answer(page).locator(".code-block .code-lang")).to_have_text("js")
+    expect(page.locator("#stop")).to_be_hidden()
+
+    # Back from the composer: the answer's actions, then its code block's Copy.
+    page.keyboard.press("Shift+Tab")
+    expect(page.get_by_role("button", name="Regenerate answer")).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    expect(page.get_by_role("button", name="Copy answer as Markdown")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("button", name="Copy answer as Markdown")).to_have_text("Copied")
+    assert clipboard(page) == answer
+    page.keyboard.press("Shift+Tab")
+    expect(page.get_by_role("button", name="Copy js code")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("button", name="Copy js code")).to_have_text("Copied")
+    assert clipboard(page) == "const x = 1;"
+    tab_to(page, "button.msg-action.edit", backwards=True)
+    page.keyboard.press("Enter")
+    editor = page.get_by_role("textbox", name="Edit message")
+    expect(editor).to_be_focused()
+    page.keyboard.press("Escape")  # closes the editor, and nothing else
+    expect(editor).to_have_count(0)
+    page.keyboard.press("Enter")
+    expect(editor).to_be_focused()
+    page.keyboard.press("End")
+    page.keyboard.type(" Shorter.")
+    page.keyboard.press("Enter")
+    expect(last_answer(page)).to_have_text("Edited answer.")
+    expect(page.locator("#transcript .msg.user")).to_have_text(["Show me code.", "Show me code. Shorter."])
+    expect(page.locator("#stop")).to_be_hidden()
+
+    # The header: export as Markdown, then another model.
+    tab_to(page, "#export summary")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Markdown (.md)")).to_be_focused()
+    with page.expect_download() as info:
+        page.keyboard.press("Enter")
+    path = tmp_path / "export.md"
+    info.value.save_as(path)
+    assert "Show me code. Shorter." in path.read_text()
+    tab_to(page, "#model-switch", backwards=True)
+    before = live_owner.api("GET", "/api/settings/model/").json()["configuration"]
+    page.keyboard.press("ArrowDown")
+    page.wait_for_function("() => !document.getElementById('model-switch').disabled")
+    after = live_owner.api("GET", "/api/settings/model/").json()["configuration"]
+    assert after != before
+
+    # Search, and open what it found.
+    if narrow:
+        tab_to(page, "#sidebar-toggle", backwards=True)
+        page.keyboard.press("Enter")
+    tab_to(page, "#search", backwards=True)
+    page.keyboard.type("Shorter")
+    first = page.get_by_role("list", name="Search results").locator("a").first
+    expect(first).to_be_visible()
+    page.keyboard.press("ArrowDown")
+    expect(first).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    expect(page.get_by_role("searchbox", name="Search conversations")).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(page.locator("#transcript article.turn.linked")).to_have_count(1)
+    expect(page.locator("#transcript article.turn.linked .msg.user")).to_have_text("Show me code. Shorter.")

@@ -58,7 +58,10 @@ def test_it_renders_a_hostile_answer_as_inert_text(
     answer.locator("p").first.hover()
     answer.get_by_text("cover").hover()
     dom = transcript_dom(page)
-    assert dom["tags"] - {"DIV", "SPAN", "ARTICLE", "P", "A", "STRONG", "PRE", "CODE", "BR"} == set()
+    assert dom["tags"] - {"DIV", "SPAN", "ARTICLE", "P", "A", "STRONG", "PRE", "CODE", "BR", "BUTTON", "TIME"} == set()
+    # Buttons and times are the page's own controls, never the answer's.
+    assert set(dom["buttons"]) <= {"copy-code", "msg-action copy", "msg-action regenerate", "msg-action retry"}
+    assert set(dom["buttons"]) >= {"copy-code", "msg-action copy", "msg-action regenerate"}
     assert dom["handlers"] == []
     assert dom["styled"] == []
     assert sorted(dom["hrefs"]) == sorted(
@@ -85,6 +88,8 @@ def transcript_dom(page: Page) -> dict[str, Any]:
             const links = [...document.querySelectorAll("#transcript-inner a")];
             return {
                 tags: all.map((e) => e.tagName),
+                buttons: all.filter((e) => e.tagName === "BUTTON" && e.closest(".msg.assistant, .answer-actions"))
+                    .map((e) => e.className),
                 handlers: all.flatMap((e) => [...e.attributes].filter((a) => /^on/i.test(a.name)).map((a) => a.name)),
                 styled: all.filter((e) => e.hasAttribute("style")).map((e) => e.tagName),
                 hrefs: links.map((a) => a.getAttribute("href")),
@@ -102,7 +107,8 @@ def render(page: Page, markdowns: list[str]) -> list[str]:
     return list(
         page.evaluate(
             """async (texts) => {
-                const { renderMarkdown } = await import("/static/flarebot/markdown.js");
+                const { renderMarkdown, markdownReady } = await import("/static/flarebot/markdown.js");
+                await markdownReady();
                 return texts.map((text) => {
                     const box = document.createElement("div");
                     box.append(renderMarkdown(text));
@@ -137,7 +143,7 @@ RENDERED = [
         "```js\nlet a = 1;\n\nlet b = '<b>';\n```",
         "<pre><code data-lang=\"js\">let a = 1;\n\nlet b = '&lt;b&gt;';</code></pre>",
     ),
-    ("```\nunclosed while streaming", "<pre><code>unclosed while streaming</code></pre>"),
+    ("```\nunclosed while streaming", '<pre data-open=""><code>unclosed while streaming</code></pre>'),
     ("- a\n- b\n  - nested\n- c", "<ul><li>a</li><li>b<ul><li>nested</li></ul></li><li>c</li></ul>"),
     ("3. three\n4. four", '<ol start="3"><li>three</li><li>four</li></ol>'),
     ("> quoted\n> **text**", "<blockquote><p>quoted<br><strong>text</strong></p></blockquote>"),
@@ -185,11 +191,43 @@ def test_it_renders_a_long_answer_full_of_unmatched_markers(module_page: Page) -
     text = markers + "\n\n" + ("- item **bold**\n" * 500)
     counts = module_page.evaluate(
         """async (text) => {
-            const { renderMarkdown } = await import("/static/flarebot/markdown.js");
+            const { renderMarkdown, markdownReady } = await import("/static/flarebot/markdown.js");
+            await markdownReady();
             const box = document.createElement("div");
             box.append(renderMarkdown(text));
             return [box.querySelector("p").textContent, box.querySelectorAll("li > strong").length];
         }""",
         text,
     )
-    assert counts == [markers, 500]
+    assert counts == [markers.rstrip(), 500]  # a paragraph ends without its trailing space
+
+
+GFM = [
+    (
+        "| Name | Qty | Price |\n| :--- | :-: | ---: |\n| **Tea** | 2 | 3.50 |\n| Milk \\| oat | 1 |",
+        '<table><thead><tr><th data-align="left">Name</th><th data-align="center">Qty</th>'
+        '<th data-align="right">Price</th></tr></thead><tbody><tr><td data-align="left"><strong>Tea</strong></td>'
+        '<td data-align="center">2</td><td data-align="right">3.50</td></tr>'
+        '<tr><td data-align="left">Milk | oat</td><td data-align="center">1</td><td data-align="right"></td></tr>'
+        "</tbody></table>",
+    ),
+    (
+        "- [x] done\n- [ ] to do\n- [] not a task",
+        '<ul><li><input type="checkbox" disabled="" checked=""> done</li>'
+        '<li><input type="checkbox" disabled=""> to do</li><li>[] not a task</li></ul>',
+    ),
+    ("~~gone~~ and ~~not closed", "<p><del>gone</del> and ~~not closed</p>"),
+    (
+        "see www.example.com/a, https://example.org. and mail@example.com or example.org",
+        f'<p>see <a href="http://www.example.com/a" {LINK}>www.example.com/a</a>, '
+        f'<a href="https://example.org/" {LINK}>https://example.org</a>. and mail@example.com or example.org</p>',
+    ),
+    ("```python\nprint(1)\n```", '<pre><code data-lang="python">print(1)</code></pre>'),
+    ("```py\nstill streaming", '<pre data-open=""><code data-lang="py">still streaming</code></pre>'),
+    ("![chart](https://example.com/c.png)", f'<p><a href="https://example.com/c.png" {LINK}>chart</a></p>'),
+]
+
+
+def test_it_renders_github_tables_task_lists_strikethrough_and_autolinks(module_page: Page) -> None:
+    markdowns = [markdown for markdown, _ in GFM]
+    assert list(zip(markdowns, render(module_page, markdowns), strict=True)) == GFM

@@ -123,7 +123,7 @@ def test_it_keeps_every_rows_buttons_inside_the_sidebar_whatever_the_names(
     screenshot(page, f"sidebar-long-names-{width}-{scheme}")
 
     # Tab through every row's name, rename and delete: nothing scrolls sideways.
-    page.locator("#new-conversation").focus()
+    page.get_by_role("searchbox", name="Search conversations").focus()  # the last stop before the rows
     seen = set()
     for _ in range(3 * (len(LONG_NAMES) + 1)):
         page.keyboard.press("Tab")

@@ -1,0 +1,84 @@
+// The composer: a message's text, its length against the server's limit, sending it (a
+// conversation comes to exist with its first message), and the errors that refuse it.
+
+import { MAX_CHARS, reportError, state, ui } from "./chat-shell.js";
+import { createConversation } from "./chat-sidebar.js";
+
+export function showComposerError(message) {
+  ui.error.textContent = message;
+  ui.error.hidden = false;
+}
+
+export function hideComposerError() {
+  ui.error.hidden = true;
+  ui.error.textContent = "";
+}
+
+function autosize() {
+  ui.input.style.height = "auto";
+  ui.input.style.height = `${Math.min(ui.input.scrollHeight, window.innerHeight * 0.4)}px`;
+}
+
+export function composerChanged() {
+  autosize();
+  const length = ui.input.value.length; // UTF-16 code units, as the server counts
+  const over = length > MAX_CHARS;
+  ui.count.hidden = length < MAX_CHARS * 0.9;
+  ui.count.textContent = `${length.toLocaleString("en")} / ${MAX_CHARS.toLocaleString("en")}`;
+  ui.count.classList.toggle("over", over);
+  ui.input.setAttribute("aria-invalid", String(over));
+  if (over) showComposerError(tooLongMessage(length));
+  else if (ui.error.dataset.kind === "length") hideComposerError();
+  ui.error.dataset.kind = over ? "length" : "";
+}
+
+function tooLongMessage(length) {
+  const extra = (length - MAX_CHARS).toLocaleString("en");
+  return `This message is too long: at most ${MAX_CHARS.toLocaleString("en")} characters (${extra} over).`;
+}
+
+/** Drop surrounding blank lines and trailing spaces; indentation of the first line stays. */
+function cleanText(text) {
+  return text.replace(/^(?:[ \t]*\n)+/, "").trimEnd();
+}
+
+let creating = false;
+export async function submitComposer() {
+  const text = cleanText(ui.input.value);
+  if (!text) return;
+  if (text.length > MAX_CHARS) {
+    showComposerError(tooLongMessage(text.length));
+    ui.error.dataset.kind = "length";
+    return;
+  }
+  hideComposerError();
+  if (!state.view) {
+    if (creating) return;
+    creating = true;
+    try {
+      await createConversation();
+    } catch (error) {
+      reportError(error);
+      return;
+    } finally {
+      creating = false;
+    }
+  }
+  ui.input.value = "";
+  composerChanged();
+  state.view.send(text);
+}
+
+ui.composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  submitComposer();
+});
+ui.input.addEventListener("input", composerChanged);
+ui.input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey) {
+    if (event.isComposing || event.keyCode === 229) return; // an input method is composing
+    event.preventDefault();
+    submitComposer();
+  }
+});
+ui.stop.addEventListener("click", () => state.view && state.view.cancel());

@@ -1,0 +1,114 @@
+// Search in the sidebar: conversation titles and message text through
+// `GET /api/conversations/?q=` (the server's full-text search, at most 50 results, each with
+// a plain-text snippet). While a query is typed the results take the list's place; Escape
+// or clearing the field brings the list back. A result opens its conversation at the
+// message that matched.
+
+import { ApiError, api } from "./api.js";
+import { MAX_QUERY, el, isAbort, ui } from "./chat-shell.js";
+import { select } from "./chat-sidebar.js";
+
+const DEBOUNCE_MS = 250;
+const $ = (id) => document.getElementById(id);
+const form = $("search-form");
+const input = $("search");
+const area = $("search-area");
+const status = $("search-status");
+const results = $("search-results");
+
+let timer = 0;
+let controller = null;
+
+function setSearching(on) {
+  area.hidden = !on;
+  ui.list.hidden = on;
+  if (on) ui.listEmpty.hidden = true;
+  else ui.listEmpty.hidden = ui.list.children.length > 0;
+}
+
+/** Empty the field and show the conversation list again. */
+export function clearSearch() {
+  clearTimeout(timer);
+  if (controller) controller.abort();
+  input.value = "";
+  results.replaceChildren();
+  status.textContent = "";
+  setSearching(false);
+}
+
+function resultItem(result) {
+  const { conversation, message_id: messageId, snippet } = result;
+  const li = el("li", "search-result");
+  const link = el("a", "search-link");
+  link.href = `/?c=${conversation.id}`;
+  link.dataset.conversationId = conversation.id;
+  link.append(el("span", "result-name", conversation.name));
+  if (messageId && snippet) link.append(el("span", "result-snippet", snippet));
+  link.addEventListener("click", (event) => {
+    if (event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+    event.preventDefault();
+    select(conversation.id, { message: messageId });
+  });
+  li.append(link);
+  return li;
+}
+
+async function run() {
+  clearTimeout(timer);
+  const query = input.value;
+  if (!query.trim()) {
+    clearSearch();
+    return;
+  }
+  setSearching(true);
+  if (query.length > MAX_QUERY) {
+    results.replaceChildren();
+    status.textContent = `A search is at most ${MAX_QUERY.toLocaleString("en")} characters.`;
+    return;
+  }
+  if (controller) controller.abort();
+  controller = new AbortController();
+  status.textContent = "Searching…";
+  try {
+    const data = await api(`/api/conversations/?q=${encodeURIComponent(query)}`, { signal: controller.signal });
+    const found = data.results || [];
+    results.replaceChildren(...found.map(resultItem));
+    status.textContent = found.length
+      ? `${found.length} ${found.length === 1 ? "result" : "results"}`
+      : "Nothing found.";
+  } catch (error) {
+    if (isAbort(error)) return;
+    results.replaceChildren();
+    status.textContent = error instanceof ApiError ? error.message : "Search is not available right now.";
+  }
+}
+
+input.addEventListener("input", () => {
+  clearTimeout(timer);
+  timer = setTimeout(run, DEBOUNCE_MS);
+});
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && input.value) {
+    event.preventDefault(); // this Escape is spent: it closes no sidebar and stops no answer
+    clearSearch();
+  } else if (event.key === "ArrowDown" && !area.hidden) {
+    const first = results.querySelector("a");
+    if (first) {
+      event.preventDefault();
+      first.focus();
+    }
+  }
+});
+results.addEventListener("keydown", (event) => {
+  if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
+  const links = [...results.querySelectorAll("a")];
+  const at = links.indexOf(document.activeElement);
+  if (at === -1) return;
+  event.preventDefault();
+  const next = links[at + (event.key === "ArrowDown" ? 1 : -1)];
+  (next || (event.key === "ArrowUp" ? input : links[at])).focus();
+});
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  run();
+});

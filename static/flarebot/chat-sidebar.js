@@ -1,0 +1,252 @@
+// The sidebar: the conversation list (select, rename, delete), opening and closing it on
+// narrow screens, and which conversation's view is shown.
+
+import { api } from "./api.js";
+import { ConversationView } from "./chat-view.js";
+import { MAX_NAME, app, button, el, hooks, notify, reportError, setConnection, state, ui } from "./chat-shell.js";
+
+export function currentName() {
+  const current = state.conversations.find((c) => c.id === state.currentId);
+  return current ? current.name : "Flarebot";
+}
+
+export function setConversations(conversations) {
+  state.conversations = conversations;
+  renderSidebar();
+}
+
+export async function loadConversations() {
+  const data = await api("/api/conversations/");
+  setConversations(data.conversations);
+  return data.conversations;
+}
+
+let refreshTimer = 0;
+export function scheduleConversationsRefresh() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(() => loadConversations().catch(reportError), 400);
+}
+
+/** Which control of which row has focus, so that re-rendering the list can put it back. */
+function sidebarFocus() {
+  const active = document.activeElement;
+  const row = active && ui.list.contains(active) ? active.closest("li") : null;
+  const control = row && ["conversation-link", "rename", "delete"].find((name) => active.classList.contains(name));
+  return control ? { id: row.dataset.conversationId, control } : null;
+}
+
+export function renderSidebar() {
+  const focus = sidebarFocus();
+  // A row kept as it is (an open rename or delete question) is the same node after the
+  // re-render, but moving it drops its focus: give it back to the very element.
+  const active = ui.list.contains(document.activeElement) ? document.activeElement : null;
+  const items = state.conversations.map((conversation) => {
+    if (state.editing === conversation.id) {
+      // Keep the open rename field or delete question (and what was typed) as it is.
+      const open = ui.list.querySelector(`li[data-conversation-id="${conversation.id}"]`);
+      if (open && open.querySelector(state.editMode === "rename" ? ".rename-form" : ".delete-confirm")) return open;
+    }
+    const li = el("li", "conversation");
+    li.dataset.conversationId = conversation.id;
+    const current = conversation.id === state.currentId;
+    if (state.editing === conversation.id && state.editMode === "rename") li.append(renameForm(conversation));
+    else if (state.editing === conversation.id && state.editMode === "delete") li.append(deleteConfirm(conversation));
+    else {
+      const link = el("a", "conversation-link", conversation.name);
+      link.href = `/?c=${conversation.id}`;
+      link.title = conversation.name;
+      if (current) link.setAttribute("aria-current", "page");
+      link.addEventListener("click", (event) => {
+        if (event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+        event.preventDefault();
+        select(conversation.id);
+      });
+      li.append(
+        link,
+        button("✎", "icon-button rename", () => startEdit(conversation.id, "rename"), `Rename ${conversation.name}`),
+        button("×", "icon-button delete", () => startEdit(conversation.id, "delete"), `Delete ${conversation.name}`),
+      );
+    }
+    li.classList.toggle("current", current);
+    return li;
+  });
+  ui.list.replaceChildren(...items);
+  if (active && ui.list.contains(active) && document.activeElement !== active) {
+    active.focus({ preventScroll: true });
+  } else if (focus && !ui.list.contains(document.activeElement)) {
+    const again = ui.list.querySelector(`li[data-conversation-id="${focus.id}"] .${focus.control}`);
+    if (again) again.focus({ preventScroll: true });
+  }
+  ui.listEmpty.hidden = state.conversations.length > 0;
+  ui.title.textContent = currentName();
+  document.title = state.currentId ? `${currentName()} · Flarebot` : "Flarebot";
+}
+
+function startEdit(id, mode) {
+  state.editing = id;
+  state.editMode = mode;
+  renderSidebar();
+  const li = ui.list.querySelector(`li[data-conversation-id="${id}"]`);
+  const target = li && li.querySelector(mode === "rename" ? "input" : "button.cancel");
+  if (target) {
+    target.focus();
+    if (mode === "rename") target.select();
+  }
+}
+
+function endEdit(focusId) {
+  state.editing = null;
+  state.editMode = null;
+  renderSidebar();
+  const li = focusId && ui.list.querySelector(`li[data-conversation-id="${focusId}"] .conversation-link`);
+  if (li) li.focus();
+}
+
+function renameForm(conversation) {
+  const form = el("form", "rename-form");
+  const input = el("input");
+  input.value = conversation.name;
+  input.maxLength = MAX_NAME;
+  input.setAttribute("aria-label", "Conversation name");
+  let done = false;
+  const cancel = () => {
+    done = true;
+    endEdit(conversation.id);
+  };
+  form.append(input, el("button", "primary", "Save"), button("Cancel", "cancel", cancel));
+  const submit = async () => {
+    if (done) return;
+    const name = input.value.trim();
+    if (!name || name === conversation.name) return cancel();
+    done = true;
+    try {
+      await api(`/api/conversations/${conversation.id}/`, { method: "PATCH", body: { name } });
+      state.editing = null;
+      await loadConversations();
+      endEdit(conversation.id);
+    } catch (error) {
+      done = false;
+      reportError(error);
+      input.focus();
+    }
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit();
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      cancel();
+    }
+  });
+  form.addEventListener("focusout", (event) => {
+    // Leaving the form (not moving between its fields) saves, like most inline editors.
+    if (!form.contains(event.relatedTarget)) setTimeout(submit, 0);
+  });
+  return form;
+}
+
+function deleteConfirm(conversation) {
+  const box = el("div", "delete-confirm");
+  box.setAttribute("role", "group");
+  box.setAttribute("aria-label", `Delete ${conversation.name}?`);
+  const question = el("span", "delete-question", `Delete “${conversation.name}”?`);
+  const confirm = button("Delete", "danger confirm-delete", async () => {
+    confirm.disabled = true;
+    state.deleting = conversation.id;
+    // Focus goes where the row was: the next one, else the one before, else New chat.
+    const ids = state.conversations.map((c) => c.id);
+    const at = ids.indexOf(conversation.id);
+    const neighbour = ids[at + 1] || ids[at - 1] || null;
+    const wasCurrent = state.currentId === conversation.id;
+    try {
+      await api(`/api/conversations/${conversation.id}/`, { method: "DELETE" });
+      state.editing = null;
+      state.editMode = null;
+      setConversations(state.conversations.filter((c) => c.id !== conversation.id));
+      if (wasCurrent) select(neighbour, { push: false, keepSidebar: true });
+      const link = neighbour && ui.list.querySelector(`li[data-conversation-id="${neighbour}"] .conversation-link`);
+      (link || ui.newButton).focus();
+      await loadConversations();
+    } catch (error) {
+      confirm.disabled = false;
+      reportError(error);
+    }
+  });
+  const cancel = button("Cancel", "cancel", () => endEdit(conversation.id));
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault(); // this Escape is spent: it stops no answer and closes no sidebar
+      endEdit(conversation.id);
+    }
+  });
+  box.append(question, confirm, cancel);
+  return box;
+}
+
+/** The conversation was deleted (here, elsewhere, or never existed): drop it and move on. */
+export function conversationGone(id) {
+  const wasCurrent = state.currentId === id;
+  setConversations(state.conversations.filter((c) => c.id !== id));
+  // Deleted from this page: its socket's 4004 may come first; the delete picks what opens next.
+  if (wasCurrent && state.deleting !== id) {
+    notify("That conversation no longer exists.");
+    const next = state.conversations[0];
+    select(next ? next.id : null, { push: false });
+  }
+}
+
+export function select(id, { push = true, keepSidebar = false, message = null } = {}) {
+  if (!keepSidebar) closeSidebar();
+  if (state.view && state.view.id === id) {
+    if (message) state.view.reveal(message);
+    return;
+  }
+  if (state.view) state.view.dispose();
+  state.view = null;
+  state.currentId = id;
+  const url = id ? `/?c=${id}` : "/";
+  if (location.pathname + location.search !== url) history[push ? "pushState" : "replaceState"]({ c: id }, "", url);
+  renderSidebar();
+  ui.stop.hidden = true;
+  hooks.composerError("");
+  if (id) {
+    ui.empty.hidden = true;
+    state.view = new ConversationView(id);
+    state.view.message = message;
+    state.view.load();
+  } else {
+    ui.inner.replaceChildren();
+    ui.empty.hidden = false;
+    ui.toBottom.hidden = true;
+    setConnection("idle");
+  }
+  hooks.selected(id);
+}
+
+/** Create a conversation for its first message; the server titles it from that message. */
+export async function createConversation() {
+  const conversation = await api("/api/conversations/", { method: "POST", body: {} });
+  state.conversations = [conversation, ...state.conversations.filter((c) => c.id !== conversation.id)];
+  select(conversation.id);
+  return conversation;
+}
+
+// Narrow screens: the sidebar slides in over the page.
+
+export function openSidebar() {
+  app.classList.add("sidebar-open");
+  ui.toggle.setAttribute("aria-expanded", "true");
+  ui.backdrop.hidden = false;
+  const target = ui.list.querySelector("[aria-current]") || ui.newButton;
+  target.focus();
+}
+
+export function closeSidebar() {
+  if (!app.classList.contains("sidebar-open")) return;
+  app.classList.remove("sidebar-open");
+  ui.toggle.setAttribute("aria-expanded", "false");
+  ui.backdrop.hidden = true;
+}
+

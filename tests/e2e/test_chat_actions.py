@@ -1,0 +1,203 @@
+"""Message actions and code blocks on the chat page in real Chromium, at 1280 and 375 pixels,
+light and dark: copy a message or a code block, Regenerate, Edit, Retry, times on hover, and
+syntax highlighting that arrives only once a block's fence closes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, expect
+
+from tests.e2e import chat_support
+from tests.e2e.chat_support import (
+    LOOKS,
+    answers,
+    apply_look,
+    assert_scheme,
+    clipboard,
+    last_answer,
+    no_sideways_scroll,
+    open_conversation,
+    paced,
+    send,
+)
+from tests.e2e.conftest import screenshot
+from tests.support.fake_providers import FakeProviders, Text
+from tests.support.live_clients import OwnerClient, message_text
+
+chat_page = chat_support.chat_page
+live_owner = chat_support.live_owner
+anthropic_key = chat_support.anthropic_key
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+CODE = ["def add(a, b):\n", "    return a + b\n", "\n", "print(add(2, 3))  # 5\n"]
+MORE = [f"print(add({i}, {i}))\n" for i in range(6)]
+HIGHLIGHTER_LOADED = "performance.getEntriesByType('resource').filter((e) => e.name.includes('/highlight/')).length"
+TABLE = "| Tool | Use |\n| --- | --- |\n| `grep` | " + "find text in very long file names " * 4 + "|\n"
+
+
+@pytest.fixture
+def clipboard_context(context: BrowserContext) -> BrowserContext:
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    return context
+
+
+def user_texts(page: Page) -> list[str]:
+    return [text.strip() for text in page.locator("#transcript .msg.user").all_inner_texts()]
+
+
+@pytest.mark.parametrize("look", LOOKS)
+def test_it_labels_copies_and_highlights_a_code_block_once_its_fence_closes(
+    chat_page: Page,
+    clipboard_context: BrowserContext,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+    look: tuple[int, str],
+) -> None:
+    page = chat_page
+    apply_look(page, look)
+    # The closing fence comes a while after the code (more lines keep arriving, slowly, so
+    # that no stall is suspected): long enough to see the block open.
+    chunks = ["Here it is:\n\n", TABLE, "\n```python\n", *CODE]
+    fake_providers.script([*paced(chunks, 0.05), *paced(MORE, 0.5), Text("```\n\nDone.")])
+    conversation_id = live_owner.create_conversation("Code")
+    open_conversation(page, conversation_id)
+    assert_scheme(page, look)
+    assert page.evaluate(HIGHLIGHTER_LOADED) == 0  # loaded only once a code block shows
+
+    send(page, "Show me an add function.")
+
+    block = last_answer(page).locator(".code-block")
+    expect(block.locator(".code-lang")).to_have_text("python")
+    expect(block.locator("code")).to_contain_text("print(add(2, 3))")
+    # Still open: shown as plain text, not highlighted yet.
+    expect(block.locator("pre")).to_have_attribute("data-open", "")
+    assert block.locator("code span").count() == 0
+    expect(last_answer(page)).to_contain_text("Done.")
+    expect(block.locator("pre")).not_to_have_attribute("data-open", "")
+    keyword = block.locator("code .hljs-keyword").first
+    expect(keyword).to_have_text("def")
+    colors = keyword.evaluate("(k) => [getComputedStyle(k).color, getComputedStyle(k.closest('pre')).color]")
+    assert colors[0] != colors[1]  # the theme of the scheme applies
+    expect(block.locator("code")).to_have_text("".join(CODE + MORE).rstrip("\n"))
+    table = last_answer(page).locator("table")
+    expect(table.locator("th")).to_have_text(["Tool", "Use"])
+    expect(table.locator("td code")).to_have_text("grep")
+    no_sideways_scroll(page)
+    screenshot(page, f"chat-code-{look[1]}-{look[0]}")
+
+    block.get_by_role("button", name="Copy python code").click()
+    expect(block.get_by_role("button", name="Copy python code")).to_have_text("Copied")
+    assert clipboard(page) == "".join(CODE + MORE).rstrip("\n")
+
+    page.reload()
+    expect(last_answer(page).locator("code .hljs-keyword").first).to_have_text("def")
+
+
+@pytest.mark.parametrize("look", LOOKS)
+def test_it_copies_regenerates_and_edits_without_deleting_anything(
+    chat_page: Page,
+    clipboard_context: BrowserContext,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+    look: tuple[int, str],
+) -> None:
+    page = chat_page
+    apply_look(page, look)
+    fake_providers.script(
+        [Text("Honey **never** spoils.")], [Text("Octopuses have three hearts.")], [Text("Bananas are berries.")]
+    )
+    conversation_id = live_owner.create_conversation("Facts")
+    open_conversation(page, conversation_id)
+
+    send(page, "Tell me a fact.")
+    expect(last_answer(page)).to_have_text("Honey never spoils.")
+    expect(page.locator("#stop")).to_be_hidden()
+    first_turn = page.locator("#transcript article.turn").first
+    first_turn.locator(".msg.assistant").hover()
+    copy = first_turn.get_by_role("button", name="Copy answer as Markdown")
+    expect(copy).to_be_visible()
+    copy.click()
+    expect(copy).to_have_text("Copied")
+    assert clipboard(page) == "Honey **never** spoils."
+    first_turn.locator(".msg.user").hover()
+    first_turn.get_by_role("button", name="Copy message").click()
+    assert clipboard(page) == "Tell me a fact."
+
+    page.get_by_role("button", name="Regenerate answer").click()
+    expect(last_answer(page)).to_have_text("Octopuses have three hearts.")
+    expect(answers(page)).to_have_count(2)
+    expect(page.locator("#stop")).to_be_hidden()
+    assert user_texts(page) == ["Tell me a fact.", "Tell me a fact."]
+    # Only the last turn offers Regenerate and Edit.
+    expect(page.get_by_role("button", name="Regenerate answer")).to_have_count(1)
+    expect(page.get_by_role("button", name="Edit and send as a new message").locator("visible=true")).to_have_count(1)
+
+    # Times show on hover: the clock in view, the full date in its title.
+    time = first_turn.locator(".user-actions time")
+    page.get_by_role("textbox", name="Message").hover()
+    expect(first_turn.locator(".user-actions")).to_have_css("opacity", "0")
+    first_turn.locator(".msg.user").hover()
+    expect(first_turn.locator(".user-actions")).to_have_css("opacity", "1")
+    expect(time).to_have_text(re.compile(r"\d{1,2}:\d{2}"))
+    assert time.get_attribute("datetime")
+    assert time.get_attribute("title")
+
+    page.locator("#transcript article.turn").last.locator(".msg.user").hover()
+    page.get_by_role("button", name="Edit and send as a new message").locator("visible=true").click()
+    editor = page.get_by_role("textbox", name="Edit message")
+    expect(editor).to_be_focused()
+    expect(editor).to_have_value("Tell me a fact.")
+    editor.fill("Tell me a fact about fruit.")
+    editor.press("Enter")
+
+    expect(last_answer(page)).to_have_text("Bananas are berries.")
+    expect(page.locator("#stop")).to_be_hidden()
+    assert user_texts(page) == ["Tell me a fact.", "Tell me a fact.", "Tell me a fact about fruit."]
+    expect(answers(page)).to_have_text(["Honey never spoils.", "Octopuses have three hearts.", "Bananas are berries."])
+    no_sideways_scroll(page)
+    screenshot(page, f"chat-actions-{look[1]}-{look[0]}")
+    stored = [(m["role"], message_text(m)) for m in live_owner.messages(conversation_id)["messages"]]
+    assert stored == [
+        ("user", "Tell me a fact."),
+        ("assistant", "Honey **never** spoils."),
+        ("user", "Tell me a fact."),
+        ("assistant", "Octopuses have three hearts."),
+        ("user", "Tell me a fact about fruit."),
+        ("assistant", "Bananas are berries."),
+    ]
+
+
+@pytest.mark.parametrize("look", [LOOKS[0], LOOKS[3]])
+def test_it_retries_a_failed_answer_and_a_stopped_one(
+    chat_page: Page, live_owner: OwnerClient, fake_providers: FakeProviders, look: tuple[int, str]
+) -> None:
+    page = chat_page
+    apply_look(page, look)
+    conversation_id = live_owner.create_conversation("Retry")
+    open_conversation(page, conversation_id)
+
+    send(page, "Hello?")
+    expect(page.locator(".turn-note.failed")).to_contain_text("API key in Settings")
+    retry = page.get_by_role("button", name="Retry this message")
+    expect(retry).to_be_visible()
+    expect(page.get_by_role("button", name="Regenerate answer")).to_have_count(0)
+
+    live_owner.set_provider_key("anthropic", "sk-ant-api03-" + "r" * 40)
+    fake_providers.script(paced([f"word{i:03d} " for i in range(200)], 0.05), [Text("Hello at last.")])
+    retry.click()
+    expect(last_answer(page)).to_contain_text("word003")
+    page.get_by_role("button", name="Stop", exact=True).click()
+    expect(page.locator(".turn-note.cancelled")).to_have_text("Stopped.")
+    page.get_by_role("button", name="Retry this message").locator("visible=true").click()
+
+    expect(last_answer(page)).to_have_text("Hello at last.")
+    expect(page.locator("#stop")).to_be_hidden()
+    assert user_texts(page) == ["Hello?", "Hello?", "Hello?"]
+    expect(page.locator(".turn-note.failed")).to_have_count(1)  # the failure stays where it was
+    expect(page.locator(".turn-note.cancelled")).to_have_count(1)
