@@ -16,14 +16,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from flarebot.core.api import StrictSerializer, StringField, VersionField
+from flarebot.core.api import StrictSerializer, StringField, VersionField, version_message
 from flarebot.core.errors import InvalidInput
 from flarebot.core.rows import MAX_VERSION
 from memory import selectors, services
 
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _VERSION = re.compile(r"^[1-9][0-9]{0,9}$")
-VERSION_MESSAGE = f"version: a whole number from 1 to {MAX_VERSION}."
 
 
 def fact_id_parse(value: str) -> uuid.UUID:
@@ -36,7 +35,7 @@ def fact_id_parse(value: str) -> uuid.UUID:
 def version_parse(value: str | None) -> int:
     """Parse a version from a query string, or 400."""
     if value is None or not _VERSION.match(value) or int(value) > MAX_VERSION:
-        raise InvalidInput(VERSION_MESSAGE, code="invalid_version")
+        raise InvalidInput(version_message("version"), code="invalid_version")
     return int(value)
 
 

@@ -23,7 +23,6 @@ from tasks import runs, selectors, services
 
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
-VERSION_MESSAGE = f"expected_version: a whole number from 1 to {MAX_VERSION}."
 
 
 def id_parse(value: Any, *, what: str = "id") -> uuid.UUID:

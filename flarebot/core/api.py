@@ -114,13 +114,18 @@ class StringField(serializers.Field):
         return str(value)
 
 
+def version_message(name: str) -> str:
+    """What a refused version is told, for a body field or a query parameter alike."""
+    return f"{name}: a whole number from 1 to {MAX_VERSION}."
+
+
 @extend_schema_field(OpenApiTypes.INT)
 class VersionField(serializers.Field):
     """A JSON integer version from 1 to MAX_VERSION: no strings, booleans or fractions."""
 
     def __init__(self, *, name: str = "version", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.error_messages["invalid"] = f"{name}: a whole number from 1 to {MAX_VERSION}."
+        self.error_messages["invalid"] = version_message(name)
 
     def to_internal_value(self, data: Any) -> int:
         if type(data) is not int or not 1 <= data <= MAX_VERSION:
