@@ -8,6 +8,7 @@ frame, and closes with 4001 as soon as the session ends, however it ends.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -15,7 +16,6 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 from channels.consumer import get_handler_name
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import timezone
 
@@ -23,7 +23,8 @@ from conversations import eventlog, selectors, turns
 from conversations.browser_tasks import services as browser_tasks
 from conversations.eventlog import EventFrame, EventsPublished
 from conversations.events import BrowserFrame, BrowserInput, browser_input_group, conversation_group
-from conversations.frames import BrowserInputFrame, parse_client_frame
+from conversations.frames import BrowserInputFrame, ClientFrame, parse_client_frame
+from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError, InvalidInput
 from flarebot.core.sessions import (
     OWNER_SOCKETS_GROUP,
@@ -50,9 +51,11 @@ def _db(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     """Run a database function off the event loop, in parallel with other sockets' calls.
 
     Channels' default runs every socket's database work on one thread per process; a
-    burst of messages from many sockets would then queue behind each other.
+    burst of messages from many sockets would then queue behind each other. The threads
+    keep their connections as the engine's do (`flarebot.core.database`): a frame pays no
+    connection health check, and a connection that broke is replaced on its next use.
     """
-    return database_sync_to_async(function, thread_sensitive=False)
+    return db(function)
 
 
 def _last_sequence_param(scope: dict[str, Any]) -> int | None:
@@ -66,33 +69,53 @@ def _events_after(conversation_id: uuid.UUID, after: int) -> list[EventFrame]:
     return eventlog.event_list_after(conversation_id=conversation_id, after=after)
 
 
-@_db
+class _SessionOver(Exception):
+    """The socket's session no longer holds: the frame does nothing, the socket closes with 4001."""
+
+
+def _as_owner(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """`_db` for a frame's action, whose first argument is the socket's session key.
+
+    The session is checked again in the same hop to the database thread as the action, so
+    a frame of a session HTTP would refuse does nothing and a valid one pays no second hop.
+    """
+
+    @functools.wraps(function)
+    def checked(session_key: str, *args: Any) -> T:
+        if owner_session_recheck(session_key=session_key) is not SessionState.VALID:
+            raise _SessionOver
+        return function(*args)
+
+    return _db(checked)
+
+
+@_as_owner
 def _submit(conversation_id: uuid.UUID, request_id: str, text: str) -> turns.Submitted:
     return turns.turn_submit_unpublished(conversation_id=conversation_id, request_id=uuid.UUID(request_id), text=text)
 
 
-@_db
+@_as_owner
 def _cancel_all(conversation_id: uuid.UUID) -> None:
     turns.turn_cancel(conversation_id=conversation_id)
     browser_tasks.browser_task_cancel(conversation_id=conversation_id)
 
 
-@_db
+@_as_owner
 def _answer(conversation_id: uuid.UUID, reply: browser_tasks.Reply) -> None:
     browser_tasks.critical_point_answer(conversation_id=conversation_id, reply=reply)
 
 
-@_db
+@_as_owner
 def _start(conversation_id: uuid.UUID, proposal_id: str) -> None:
     browser_tasks.browser_task_start(conversation_id=conversation_id, proposal_id=uuid.UUID(proposal_id))
 
 
-@_db
+@_as_owner
 def _dismiss(conversation_id: uuid.UUID, proposal_id: str) -> None:
     browser_tasks.browser_task_dismiss(conversation_id=conversation_id, proposal_id=uuid.UUID(proposal_id))
 
 
-@_db
+@_as_owner
 def _input_check(conversation_id: uuid.UUID, task_id: str, critical_point_id: str) -> None:
     browser_tasks.browser_input_check(
         conversation_id=conversation_id, task_id=uuid.UUID(task_id), critical_point_id=critical_point_id
@@ -123,7 +146,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         Channels hops to its single sync thread before every handler to close stale
         database connections; for a socket that means one hop per streamed window, and
         every socket's windows queued on that one thread. This consumer's database calls
-        go through `database_sync_to_async`, which does that clean-up itself.
+        go through `_db`, whose threads replace a connection that broke.
         """
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
@@ -218,38 +241,49 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         if not self.admitted:
             return
         # The session may have ended in a way no group message announced (a re-keyed
-        # session, a message lost with Redis): act on nothing for a session HTTP would refuse.
-        if not await _session_is_valid(self.session_key):
-            await self._end(CLOSE_SESSION_EXPIRED)
-            return
+        # session, a message lost with Redis): each action checks it first (`_as_owner`),
+        # and a frame that is not understood is answered only while the session holds.
         try:
             frame = parse_client_frame(text_data, bytes_data)
-            if frame["type"] == "user_message":
-                submitted = await _submit(self.conversation_id, frame["request_id"], frame["text"])
-                ack = {"type": "ack", "request_id": frame["request_id"].lower(), "turn_id": str(submitted.turn.id)}
-                await self.send(text_data=json.dumps(ack))
-                # Published from this loop: a thread hopping back here would wait on it.
-                await eventlog.events_publish(conversation_id=self.conversation_id, frames=submitted.frames)
-            elif frame["type"] == "cancel_agent":
-                await _cancel_all(self.conversation_id)
-            elif frame["type"] == "critical_point_response":
-                reply = browser_tasks.Reply(frame["critical_point_id"], response=frame["response"])
-                await _answer(self.conversation_id, reply)
-            elif frame["type"] == "email_consent_response":
-                reply = browser_tasks.Reply(frame["critical_point_id"], consent=frame["consent"])
-                await _answer(self.conversation_id, reply)
-            elif frame["type"] == "browser_task_confirm":
-                await _start(self.conversation_id, frame["proposal_id"])
-            elif frame["type"] == "browser_task_dismiss":
-                await _dismiss(self.conversation_id, frame["proposal_id"])
-            elif frame["type"] == "browser_input":
-                await self._browser_input(frame)
+        except FlarebotError as error:
+            if not await _session_is_valid(self.session_key):
+                await self._end(CLOSE_SESSION_EXPIRED)
+                return
+            await self.send(text_data=json.dumps(error_frame(error)))
+            return
+        try:
+            await self._act(frame)
+        except _SessionOver:
+            await self._end(CLOSE_SESSION_EXPIRED)
         except FlarebotError as error:
             await self.send(text_data=json.dumps(error_frame(error)))
 
+    async def _act(self, frame: ClientFrame) -> None:
+        key, conversation_id = self.session_key, self.conversation_id
+        if frame["type"] == "user_message":
+            submitted = await _submit(key, conversation_id, frame["request_id"], frame["text"])
+            ack = {"type": "ack", "request_id": frame["request_id"].lower(), "turn_id": str(submitted.turn.id)}
+            await self.send(text_data=json.dumps(ack))
+            # Published from this loop: a thread hopping back here would wait on it.
+            await eventlog.events_publish(conversation_id=conversation_id, frames=submitted.frames)
+        elif frame["type"] == "cancel_agent":
+            await _cancel_all(key, conversation_id)
+        elif frame["type"] == "critical_point_response":
+            reply = browser_tasks.Reply(frame["critical_point_id"], response=frame["response"])
+            await _answer(key, conversation_id, reply)
+        elif frame["type"] == "email_consent_response":
+            reply = browser_tasks.Reply(frame["critical_point_id"], consent=frame["consent"])
+            await _answer(key, conversation_id, reply)
+        elif frame["type"] == "browser_task_confirm":
+            await _start(key, conversation_id, frame["proposal_id"])
+        elif frame["type"] == "browser_task_dismiss":
+            await _dismiss(key, conversation_id, frame["proposal_id"])
+        elif frame["type"] == "browser_input":
+            await self._browser_input(frame)
+
     async def _browser_input(self, frame: BrowserInputFrame) -> None:
         """Forward the owner's click or key to the worker showing the task's sign-in (never stored)."""
-        await _input_check(self.conversation_id, frame["task_id"], frame["critical_point_id"])
+        await _input_check(self.session_key, self.conversation_id, frame["task_id"], frame["critical_point_id"])
         point = frame["critical_point_id"].lower()
         message = BrowserInput(type="browser.input", critical_point_id=point, input=frame["input"])
         await self.channel_layer.group_send(browser_input_group(frame["task_id"]), dict(message))

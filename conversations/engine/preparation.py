@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import transaction
@@ -17,6 +17,7 @@ from conversations.models import Message, MessageRole, Turn
 from conversations.providers.base import INTERRUPTED_OUTPUT, ToolCall
 from conversations.sql import transcript_until
 from conversations.turns import Claim, turn_attempt_restart, turn_claim
+from memory.selectors import memory_prompt_block
 from tools.activity import activities_interrupt
 from tools.registry import Effect, tool_get
 
@@ -24,7 +25,7 @@ from tools.registry import Effect, tool_get
 @dataclass
 class Prepared:
     model: TurnModel
-    system: str
+    system: str  # the instructions, then the selected memory facts
     transcript: list[dict[str, Any]]
     assistant_message_id: uuid.UUID
     parts: list[dict[str, Any]]
@@ -35,7 +36,12 @@ class Prepared:
 
 
 def attempt_start(turn_id: uuid.UUID) -> tuple[Claim, Prepared] | None:
-    """Claim a turn and prepare its first attempt in one transaction (the hot path)."""
+    """Claim a turn and prepare its first attempt in one transaction (the hot path).
+
+    The memory facts for the latest message are read once that transaction ended (so
+    the selection never holds the turn's row), in the same call: one trip to a database
+    thread before the model is asked.
+    """
     with transaction.atomic():
         model = turn_model_snapshot()
         claim = turn_claim(turn_id=turn_id, provider=model.provider, model=model.model)
@@ -43,7 +49,8 @@ def attempt_start(turn_id: uuid.UUID) -> tuple[Claim, Prepared] | None:
             return None
         # The claim holds the turn's row lock and found no cancel request.
         first = claim.attempt == 1
-        return claim, _prepare(claim, model=model, first_attempt=first, steps=claim.steps, cancel=False)
+        prepared = _prepare(claim, model=model, first_attempt=first, steps=claim.steps, cancel=False)
+    return claim, _with_memory(prepared)
 
 
 def attempt_restart(claim: Claim) -> tuple[Claim, Prepared] | None:
@@ -53,7 +60,13 @@ def attempt_restart(claim: Claim) -> tuple[Claim, Prepared] | None:
         again = turn_attempt_restart(claim=claim, provider=model.provider, model=model.model)
         if again is None:
             return None
-        return again, _prepare(again, model=model, first_attempt=False)
+        prepared = _prepare(again, model=model, first_attempt=False)
+    return again, _with_memory(prepared)
+
+
+def _with_memory(prepared: Prepared) -> Prepared:
+    """The instructions followed by the memory facts that the latest user message selects."""
+    return replace(prepared, system=prepared.system + memory_prompt_block(text=last_user_text(prepared.transcript)))
 
 
 def _prepare(

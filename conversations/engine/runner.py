@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from conversations.engine.cancel_bus import CancelListener
-from conversations.engine.preparation import Prepared, attempt_restart, attempt_start, last_user_text
+from conversations.engine.preparation import Prepared, attempt_restart, attempt_start
 from conversations.engine.tool_calls import TurnTools, rerun_tool_calls, run_tool_calls
 from conversations.engine.writer import LeaseLost, TranscriptWriter
 from conversations.eventlog import events_publish
@@ -36,7 +36,6 @@ from conversations.turns import (
     turn_lease_renew,
 )
 from flarebot.core.database import db
-from memory.selectors import memory_prompt_block
 from tools.registry import tools_enabled
 from tools.runtime import CallWatch
 
@@ -143,8 +142,7 @@ async def _attempt(
 ) -> Outcome:
     adapter = adapter_for(prepared.model.provider)
     steps = prepared.steps
-    # Memory facts for the latest message, read after the claim's transaction ended.
-    system = prepared.system + await db(memory_prompt_block)(text=last_user_text(prepared.transcript))
+    system = prepared.system
     if prepared.rerun:
         await rerun_tool_calls(claim, writer, prepared.rerun, cancelled, turn_tools)
         if cancelled.is_set():

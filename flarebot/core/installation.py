@@ -15,7 +15,11 @@ from flarebot.core.models import Installation
 
 def installation_get_verified() -> Installation | None:
     """Return the installation if it is intact and matches its owner, else None."""
-    rows = list(Installation.objects.select_related("owner")[:2])
+    return installation_verified(list(Installation.objects.select_related("owner")[:2]))
+
+
+def installation_verified(rows: list[Installation]) -> Installation | None:
+    """The one installation among `rows` (read with their owners, at most two) if it is intact, else None."""
     if len(rows) != 1:
         return None
     installation = rows[0]

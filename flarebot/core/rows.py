@@ -14,11 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
+
+M = TypeVar("M", bound=models.Model)
 
 # A version column is a 32-bit integer: its range is what any version may be.
 MAX_VERSION = 2**31 - 1
@@ -59,6 +61,13 @@ def from_db(model: type[models.Model], name: str, value: Any) -> Any:
     for converter in connection.ops.get_db_converters(expression) + expression.get_db_converters(connection):
         value = converter(value, expression, connection)
     return value
+
+
+def model_from_row(model: type[M], values: Sequence[Any]) -> M:
+    """An instance from plain SQL's values of every concrete field, in the model's order."""
+    fields = model._meta.concrete_fields
+    converted = [from_db(model, field.name, value) for field, value in zip(fields, values, strict=True)]
+    return model.from_db(_connection().alias, [field.attname for field in fields], converted)
 
 
 @dataclass(frozen=True)

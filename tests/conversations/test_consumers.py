@@ -491,11 +491,22 @@ def age_the_session_past_8_hours(session_key: str) -> None:
     session_update(session_key, **{AUTH_AT_KEY: time.time() - LIFETIME_SECONDS - 1})
 
 
+REQUEST_ID = "5b0e7f0e-3c1a-4f7e-9d2a-0c4b8e6f1a2b"
+
+
 @pytest.mark.parametrize(
     "end", [delete_the_session_row, change_the_password_without_signals, age_the_session_past_8_hours]
 )
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(json.dumps({"type": "user_message", "request_id": REQUEST_ID, "text": "hi"}), id="message"),
+        pytest.param("hello there", id="not-understood"),
+    ],
+)
 async def test_it_acts_on_no_frame_once_its_session_ended_unannounced(
     end: Callable[[str], None],
+    text: str,
     owner_session: str,
     conversation: Conversation,
     sockets: Callable[..., WebsocketCommunicator],
@@ -504,7 +515,7 @@ async def test_it_acts_on_no_frame_once_its_session_ended_unannounced(
     await database_sync_to_async(end)(owner_session)
     before = await database_sync_to_async(row_counts)()
 
-    await send_frame(communicator, text=json.dumps({"type": "user_message", "request_id": REQUEST_ID, "text": "hi"}))
+    await send_frame(communicator, text=text)
 
     await expect_close(communicator, 4001)
     assert await communicator.receive_nothing(timeout=0.1)
@@ -525,7 +536,6 @@ async def test_it_answers_a_malformed_last_sequence_with_an_error_frame_and_clos
 
 # --- Frames ------------------------------------------------------------------------------
 
-REQUEST_ID = "5b0e7f0e-3c1a-4f7e-9d2a-0c4b8e6f1a2b"
 
 INVALID_FRAMES = [
     pytest.param({"text": "hello there"}, "invalid_frame", id="not-json"),

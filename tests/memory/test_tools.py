@@ -445,7 +445,7 @@ async def test_the_selection_runs_after_the_claim_released_the_turn_row(
 
     from django.db import transaction
 
-    from conversations.engine import runner
+    from conversations.engine import preparation
     from conversations.models import Turn
     from memory.selectors import memory_prompt_block
 
@@ -463,7 +463,7 @@ async def test_the_selection_runs_after_the_claim_released_the_turn_row(
             row = Turn.objects.select_for_update(nowait=True).get(id=turn.id)
             return Turn.objects.filter(id=row.id, status="running").update(status="running")
 
-    monkeypatch.setattr(runner, "memory_prompt_block", held_selection)
+    monkeypatch.setattr(preparation, "memory_prompt_block", held_selection)
     conversation_id = await new_conversation()
     turn = await submit(conversation_id, "Is anything remembered?")
     running = asyncio.ensure_future(run(turn.id, cancels))

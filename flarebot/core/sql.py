@@ -1,0 +1,59 @@
+"""The core app's hand-written SQL: the owner-session read every socket frame pays for.
+
+A socket checks its session again before acting on a frame (`sessions.owner_session_recheck`).
+Through the ORM that was two queries whose building cost several times the database's
+work on them, paid by every message sent; here it is one statement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.sessions.models import Session
+from django.db import models, transaction
+
+from flarebot.core.models import Installation
+from flarebot.core.rows import column, model_from_row, table, to_db
+
+
+@dataclass(frozen=True)
+class OwnerSessionRows:
+    installations: list[Installation]  # at most two, each with its owner loaded
+    session_data: str | None  # the session's encoded data, None when it is absent or expired
+
+
+def _columns(model: type[models.Model], alias: str) -> list[str]:
+    return [f"{alias}.{column(model, field.name)}" for field in model._meta.concrete_fields]
+
+
+@cache
+def _owner_session_sql() -> str:
+    user, s = get_user_model(), Session
+    columns = ", ".join([*_columns(Installation, "i"), *_columns(user, "u")])
+    return (
+        f"SELECT {columns}, (SELECT s.{column(s, 'session_data')} FROM {table(s)} s"  # noqa: S608
+        f" WHERE s.{column(s, 'session_key')} = %s AND s.{column(s, 'expire_date')} > %s)"
+        f" FROM {table(Installation)} i JOIN {table(user)} u"
+        f" ON u.{column(user, 'id')} = i.{column(Installation, 'owner')} LIMIT 2"
+    )
+
+
+def owner_session_read(*, session_key: str, now: datetime) -> OwnerSessionRows:
+    """The installation rows with their owners (at most two) and the session's live row, at once."""
+    user = get_user_model()
+    width = len(Installation._meta.concrete_fields)
+    params = [session_key, to_db(Session, "expire_date", now)]
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(_owner_session_sql(), params)
+        rows = cursor.fetchall()
+    installations = []
+    for row in rows:
+        installation = model_from_row(Installation, row[:width])
+        owner: AbstractBaseUser = model_from_row(user, row[width:-1])
+        installation.owner = owner  # type: ignore[assignment]
+        installations.append(installation)
+    return OwnerSessionRows(installations, rows[0][-1] if rows else None)
