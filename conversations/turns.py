@@ -12,6 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -132,9 +133,13 @@ def turn_submit_unpublished(
     }
     queued = turn_queued_data(request_id=request_id, message=message_json(Message(**message)))
     event = {"conversation_id": conversation_id, "kind": EventKind.TURN_QUEUED, "turn_id": turn["id"], "data": queued}
+    connection = transaction.get_connection()
     try:
-        with transaction.atomic():
-            if transaction.get_connection().vendor == "postgresql":
+        if connection.vendor == "postgresql":
+            # One statement reserves and inserts, a transaction by itself: BEGIN and COMMIT
+            # around it would be two more round trips for every message sent. In a caller's
+            # transaction it takes a savepoint, so that a raced duplicate leaves it usable.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
                 reserved = sql.turn_submit_in_one(
                     conversation_id=conversation_id,
                     request_id=request_id,
@@ -144,7 +149,8 @@ def turn_submit_unpublished(
                     message=message,
                     event=event,
                 )
-            else:
+        else:
+            with transaction.atomic():
                 reserved = sql.conversation_reserve_turn(
                     conversation_id=conversation_id, request_id=request_id, title=title, now=now
                 )
@@ -152,11 +158,12 @@ def turn_submit_unpublished(
                     rows_insert(Turn, [{**turn, "ordinal": reserved[0]}])
                     rows_insert(Message, [{**message, "ordinal": 2 * reserved[0]}])
                     rows_insert(Event, [{**event, "sequence": reserved[1]}])
-            if reserved is None:
-                return _submitted_before(conversation_id=conversation_id, request_id=request_id)
-            ordinal, sequence = reserved
-            # Only the start: the caller publishes turn.queued.
-            transaction.on_commit(lambda: enqueue_turn(turn["id"]))
+        if reserved is None:
+            return _submitted_before(conversation_id=conversation_id, request_id=request_id)
+        ordinal, sequence = reserved
+        # Only the start: the caller publishes turn.queued. Outside a transaction this
+        # runs at once, the rows being committed.
+        transaction.on_commit(lambda: enqueue_turn(turn["id"]))
         frame = event_frame_of(sequence=sequence, kind=EventKind.TURN_QUEUED, turn_id=turn["id"], data=queued)
         return Submitted(Turn(**turn, ordinal=ordinal), True, [frame])
     except IntegrityError:
