@@ -23,14 +23,15 @@ step "mypy" $PY -m mypy .
 # whose subject the database does not touch: the pages in Chromium (their server side is
 # tested through the API on both), the first start on a bare machine and `runstack` (each
 # makes a SQLite database of its own), the sandbox container's own hardening and image,
-# its endless output, a Docker engine that stops answering, and a zone's minute
-# boundaries (beat's other live tests hold its database schedule on both).
+# its endless output, a Docker engine that stops answering, a zone's minute boundaries
+# (beat's other live tests hold its database schedule on both) and the doorbell's quiet spell.
 ONCE=(tests/e2e tests/core/test_first_run.py tests/core/test_runstack.py
       tests/tools/shell/test_hardening.py tests/tools/shell/test_image.py)
 ONCE_TESTS=(
   tests/tools/shell/test_tool.py::test_it_stops_endless_output_at_the_cap
   tests/tools/shell/test_leases.py::test_a_removal_the_engine_does_not_confirm_is_pending_keeps_its_place_and_is_retried
   tests/test_live_tasks.py::test_a_minutely_schedule_in_a_non_utc_zone_runs_twice_with_nobody_connected
+  tests/conversations/test_doorbell.py::test_it_keeps_listening_through_a_quiet_spell_longer_than_one_wait
 )
 step "pytest (sqlite)" env FLAREBOT_TEST_DB=sqlite $PY -m pytest -p no:cacheprovider
 step "pytest (postgres)" env FLAREBOT_TEST_DB=postgres $PY -m pytest -p no:cacheprovider \

@@ -41,6 +41,11 @@ KEY = "flarebot:turn-doorbell"
 RING_TTL_SECONDS = 60
 MAX_WAITING = 1000  # bounds the list while no worker listens
 BATCH = 32
+# How long one BRPOP waits on the server. The listener's socket waits longer: a read
+# timeout at the same moment (redis-py's default is 5 s) turned every quiet spell into a
+# "lost Redis", whose one-second pause delayed the next burst's turns by up to that.
+BLOCK_SECONDS = 5
+SOCKET_TIMEOUT_SECONDS = BLOCK_SECONDS + 5
 
 _client: redis.Redis | None = None
 
@@ -133,7 +138,7 @@ class DoorbellListener:
         self._stopped = False
 
     async def listen(self) -> None:
-        client = aioredis.Redis.from_url(settings.REDIS_URL)
+        client = aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=SOCKET_TIMEOUT_SECONDS)
         try:
             while not self._stopped:
                 try:
@@ -148,7 +153,7 @@ class DoorbellListener:
     async def _answer(self, client: aioredis.Redis) -> None:
         await self._slots.acquire()
         self._slots.release()  # only waits for a free slot; each turn takes its own below
-        popped = await client.brpop([KEY], timeout=5)
+        popped = await client.brpop([KEY], timeout=BLOCK_SECONDS)
         if popped is None or self._stopped:
             return
         more = await client.rpop(KEY, BATCH - 1)  # what else rang meanwhile, in one round trip

@@ -97,6 +97,22 @@ async def test_it_starts_no_more_turns_at_once_than_its_capacity():
         await stop(listener, task)
 
 
+async def test_it_keeps_listening_through_a_quiet_spell_longer_than_one_wait(caplog):
+    """A BRPOP that waits its whole time out is quiet, not a lost Redis (whose pause would delay the next turns)."""
+    starter = Starter()
+    listener = DoorbellListener(starter, capacity=4)
+    task = await listening(listener)
+    try:
+        await asyncio.sleep(doorbell.BLOCK_SECONDS + 1.5)
+        turn_id = uuid.uuid4()
+        doorbell_ring(turn_id)
+        await eventually(lambda: _async(starter.started == [turn_id]), timeout=5, what="the ring after the quiet spell")
+        assert "lost Redis" not in caplog.text
+    finally:
+        starter.release.set()
+        await stop(listener, task)
+
+
 async def test_it_ignores_a_ring_that_is_not_a_turn_id(empty_doorbell):
     starter = Starter()
     listener = DoorbellListener(starter, capacity=4)
