@@ -41,9 +41,9 @@ KEY = "flarebot:turn-doorbell"
 RING_TTL_SECONDS = 60
 MAX_WAITING = 1000  # bounds the list while no worker listens
 BATCH = 32
-# How long one BRPOP waits on the server. The listener's socket waits longer: a read
-# timeout at the same moment (redis-py's default is 5 s) turned every quiet spell into a
-# "lost Redis", whose one-second pause delayed the next burst's turns by up to that.
+# How long one BRPOP waits on the server. The listener's socket must wait longer (redis-py's
+# default read timeout equals it): else a quiet spell reads as a lost Redis, and the pause
+# after one delays the turns that ring meanwhile.
 BLOCK_SECONDS = 5
 SOCKET_TIMEOUT_SECONDS = BLOCK_SECONDS + 5
 

@@ -1,8 +1,8 @@
 """The core app's hand-written SQL: the owner-session read every socket frame pays for.
 
-A socket checks its session again before acting on a frame (`sessions.owner_session_recheck`).
-Through the ORM that was two queries whose building cost several times the database's
-work on them, paid by every message sent; here it is one statement.
+A socket checks its session again before acting on a frame (`sessions.owner_session_recheck`),
+so every message sent pays for this read: it is one statement, not an ORM query per row.
+It reads Django's database session table, the engine `SESSION_ENGINE` names.
 """
 
 from __future__ import annotations
