@@ -2,7 +2,8 @@
 
 A socket checks its session again before acting on a frame (`sessions.owner_session_recheck`),
 so every message sent pays for this read: it is one statement, not an ORM query per row.
-It reads Django's database session table, the engine `SESSION_ENGINE` names.
+It reads Django's database session table, so it holds only while `SESSION_ENGINE` is the
+database backend (as the settings have it).
 """
 
 from __future__ import annotations
