@@ -15,6 +15,7 @@ class CoreConfig(AppConfig):
 
     def ready(self) -> None:
         from flarebot.core import (
+            checks,  # noqa: F401  (registers the system checks)
             schema,  # noqa: F401  (registers the OpenAPI extension)
             sessions,  # noqa: F401  (connects the receivers that close sockets)
         )

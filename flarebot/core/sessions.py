@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict
 
@@ -144,16 +145,52 @@ class _ReadSession(SessionStore):
         return {} if self._read_data is None else SessionStore().decode(self._read_data)
 
 
+@dataclass(frozen=True)
+class _Held:
+    """A session found valid, from exactly these rows, until a time."""
+
+    rows: tuple[sql.Row, ...]
+    until: datetime
+
+
+# By session key: what each open socket's last check found. A socket checks before every
+# frame, and between two frames the rows rarely change, so deciding again from the same
+# rows (decoding and verifying the session) is skipped while they are equal.
+_held: dict[str, _Held] = {}
+_HELD_MAX = 256
+
+
 def owner_session_recheck(*, session_key: str) -> SessionState:
-    """Classify a stored session now, as a request bringing its cookie would be (one query)."""
-    read = sql.owner_session_read(session_key=session_key, now=timezone.now())
+    """Classify a stored session now, as a request bringing its cookie would be (one query).
+
+    The verdict depends only on the rows read and the time: a session found valid holds
+    while the same rows come back, until the moment it was found to expire.
+    """
+    now = timezone.now()
+    rows = sql.owner_session_rows(session_key=session_key, now=now)
+    held = _held.get(session_key)
+    if held is not None and held.rows == rows and now < held.until:
+        return SessionState.VALID
+    state, until = _session_state_of(session_key, rows)
+    if state is SessionState.VALID and until is not None:
+        if len(_held) >= _HELD_MAX:
+            _held.clear()
+        _held[session_key] = _Held(rows, until)
+    else:
+        _held.pop(session_key, None)
+    return state
+
+
+def _session_state_of(session_key: str, rows: tuple[sql.Row, ...]) -> tuple[SessionState, datetime | None]:
+    read = sql.owner_session_from_rows(rows)
     installation = installation_verified(read.installations)
     if installation is None:
-        return SessionState.NOT_OWNER
+        return SessionState.NOT_OWNER, None
     store = _ReadSession(session_key, read.session_data)
     # A session that loads as nothing is anonymous.
     user = _session_user(store, installation.owner)
-    return owner_session_state(session=store, user=user, installation=installation)
+    state = owner_session_state(session=store, user=user, installation=installation)
+    return state, owner_session_expires_at(store)
 
 
 def _group_send(group: str, message: SessionEnded | SessionRecheck) -> None:

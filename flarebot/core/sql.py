@@ -43,18 +43,25 @@ def _owner_session_sql() -> str:
     )
 
 
-def owner_session_read(*, session_key: str, now: datetime) -> OwnerSessionRows:
-    """The installation rows with their owners (at most two) and the session's live row, at once."""
-    user = get_user_model()
-    width = len(Installation._meta.concrete_fields)
+Row = tuple[object, ...]
+
+
+def owner_session_rows(*, session_key: str, now: datetime) -> tuple[Row, ...]:
+    """The installation rows with their owners (at most two) and the session's live data, as read."""
     params = [session_key, to_db(Session, "expire_date", now)]
     with transaction.get_connection().cursor() as cursor:
         cursor.execute(_owner_session_sql(), params)
-        rows = cursor.fetchall()
+        return tuple(cursor.fetchall())
+
+
+def owner_session_from_rows(rows: tuple[Row, ...]) -> OwnerSessionRows:
+    """The models in rows that `owner_session_rows` read."""
+    user = get_user_model()
+    width = len(Installation._meta.concrete_fields)
     installations = []
     for row in rows:
         installation = model_from_row(Installation, row[:width])
         owner: AbstractBaseUser = model_from_row(user, row[width:-1])
         installation.owner = owner  # type: ignore[assignment]
         installations.append(installation)
-    return OwnerSessionRows(installations, rows[0][-1] if rows else None)
+    return OwnerSessionRows(installations, rows[0][-1] if rows else None)  # type: ignore[arg-type]

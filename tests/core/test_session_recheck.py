@@ -1,13 +1,15 @@
 """`owner_session_recheck`: what an open socket decides about its session before each frame.
 
 It reads the installation, its owner and the session row in one statement; each case
-here is a way a session stops holding that HTTP would refuse as well.
+here is a way a session stops holding that HTTP would refuse as well. Each runs on a
+session checked for the first time and on one whose earlier check held (a socket that
+sent a frame before), whose verdict the check may reuse while nothing changed.
 """
 
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.conf import settings
@@ -24,9 +26,12 @@ from tests.conftest import OWNER_USERNAME
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def session_key(owner_client: Client) -> str:
-    return owner_client.cookies[settings.SESSION_COOKIE_NAME].value
+@pytest.fixture(params=["first check", "checked before"])
+def session_key(owner_client: Client, request: pytest.FixtureRequest) -> str:
+    key = owner_client.cookies[settings.SESSION_COOKIE_NAME].value
+    if request.param == "checked before":
+        assert owner_session_recheck(session_key=key) is SessionState.VALID
+    return key
 
 
 def test_a_signed_in_owners_session_holds(session_key: str) -> None:
@@ -61,6 +66,21 @@ def test_a_session_signed_in_more_than_8_hours_ago_is_expired(session_key: str) 
     store.save()
 
     assert owner_session_recheck(session_key=session_key) is SessionState.EXPIRED
+
+
+@pytest.mark.parametrize(("after", "state"), [(-1, SessionState.VALID), (0, SessionState.EXPIRED)])
+def test_a_session_expires_8_hours_after_sign_in_with_nothing_else_changed(
+    session_key: str, after: int, state: SessionState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The time alone ends it: the exact moment 8 hours after sign-in no longer holds."""
+    signed_in_at = SessionStore(session_key=session_key)[AUTH_AT_KEY]
+    Session.objects.filter(session_key=session_key).update(expire_date=timezone.now() + timedelta(days=2))
+    checks = owner_session_recheck(session_key=session_key)  # found valid with the later row
+    at = datetime.fromtimestamp(signed_in_at, tz=timezone.get_current_timezone())
+    monkeypatch.setattr(timezone, "now", lambda: at + timedelta(hours=8, seconds=after))
+
+    assert checks is SessionState.VALID
+    assert owner_session_recheck(session_key=session_key) is state
 
 
 def test_a_changed_password_ends_the_session(session_key: str) -> None:
