@@ -646,7 +646,9 @@ def search_entries_upsert(*, conversation_id: uuid.UUID, entries: Sequence[tuple
                 f" {column(s, 'conversation')}, {column(s, 'message')}, {column(s, 'text')})"
                 f" VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT {target}"
                 f" DO UPDATE SET {column(s, 'text')} = excluded.{column(s, 'text')},"
-                f" {column(s, 'updated_at')} = excluded.{column(s, 'updated_at')}",
+                f" {column(s, 'updated_at')} = excluded.{column(s, 'updated_at')}"
+                # Unchanged text (a name indexed again as each turn ends) is not rewritten.
+                f" WHERE {table(s)}.{column(s, 'text')} <> excluded.{column(s, 'text')}",
                 [
                     to_db(s, "id", uuid.uuid4()),
                     to_db(s, "created_at", now),

@@ -88,7 +88,7 @@ def json_text_safe(value: T) -> T:
     """
     if isinstance(value, str):
         cleaned = value.replace("\x00", "\ufffd")
-        if has_lone_surrogates(cleaned):
+        if not cleaned.isascii() and has_lone_surrogates(cleaned):
             cleaned = _LONE_SURROGATE.sub("\ufffd", cleaned)
         return cast(T, cleaned)
     if isinstance(value, dict):
