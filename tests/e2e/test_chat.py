@@ -16,7 +16,6 @@ from playwright.sync_api import Page, expect
 
 from conversations.services import conversation_delete
 from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
-from tests.e2e import chat_support
 from tests.e2e.chat_support import (
     answers,
     conversations,
@@ -34,9 +33,6 @@ from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient, message_text
 
 # Fixtures shared with the other chat test modules.
-chat_page = chat_support.chat_page
-live_owner = chat_support.live_owner
-anthropic_key = chat_support.anthropic_key
 
 TURN_MS = 20_000
 

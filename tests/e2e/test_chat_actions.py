@@ -10,7 +10,6 @@ import re
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.e2e import chat_support
 from tests.e2e.chat_support import (
     LOOKS,
     answers,
@@ -26,10 +25,6 @@ from tests.e2e.chat_support import (
 from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live_clients import OwnerClient, message_text
-
-chat_page = chat_support.chat_page
-live_owner = chat_support.live_owner
-anthropic_key = chat_support.anthropic_key
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from conversations.models import BrowserTask, CriticalPoint, Event, Message
-from tests.e2e.chat_support import anthropic_key, chat_page, live_owner, open_conversation, send
+from tests.e2e.chat_support import open_conversation, send
 from tests.e2e.conftest import screenshot
 from tests.support.browser_tasks import page_sent, step, task_requests
 from tests.support.fake_providers import Call, FakeProviders, Text
@@ -23,8 +23,6 @@ from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient
 from tests.support.web_fixtures import FIXTURE_PASSWORD, FixtureWeb, fixture_web_start
 from tools.browser_tasks.inputs import VIEWPORT
-
-__all__ = ["anthropic_key", "chat_page", "live_owner"]
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

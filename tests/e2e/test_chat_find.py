@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e import chat_support
 from tests.e2e.chat_support import (
     LOOKS,
     apply_look,
@@ -25,10 +24,6 @@ from tests.e2e.chat_support import (
 from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live_clients import OwnerClient
-
-chat_page = chat_support.chat_page
-live_owner = chat_support.live_owner
-anthropic_key = chat_support.anthropic_key
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

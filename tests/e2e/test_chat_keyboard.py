@@ -13,14 +13,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.e2e import chat_support
 from tests.e2e.chat_support import LOOKS, apply_look, clipboard, last_answer, open_conversation, paced, send
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live_clients import OwnerClient, message_text
-
-chat_page = chat_support.chat_page
-live_owner = chat_support.live_owner
-anthropic_key = chat_support.anthropic_key
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -13,17 +13,12 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e import chat_support
 from tests.e2e.chat_support import last_answer, open_conversation, send
 from tests.e2e.conftest import screenshot
 from tests.e2e.test_system_page import row
 from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient
-
-chat_page = chat_support.chat_page
-live_owner = chat_support.live_owner
-anthropic_key = chat_support.anthropic_key
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

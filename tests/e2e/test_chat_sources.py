@@ -9,13 +9,11 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, Message, MessageRole, Turn, TurnStatus
-from tests.e2e.chat_support import anthropic_key, chat_page, last_answer, live_owner, open_conversation, send
+from tests.e2e.chat_support import last_answer, open_conversation, send
 from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live_clients import OwnerClient
 from tests.support.web_fixtures import FixtureWeb, fixture_web_start
-
-__all__ = ["anthropic_key", "chat_page", "live_owner"]
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -13,16 +13,12 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from flarebot.core.models import Installation
-from tests.e2e import chat_support
 from tests.e2e.chat_support import last_answer, open_conversation, send
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live_clients import OwnerClient
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
-chat_page = chat_support.chat_page
-live_owner = chat_support.live_owner
-anthropic_key = chat_support.anthropic_key
 
 HOSTILE = [
     "Hello <script>window.__pwned = 'script'</script> there.\n\n",

@@ -14,15 +14,10 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import FloatRect, Locator, Page, expect
 
-from tests.e2e import chat_support
 from tests.e2e.chat_support import conversations, last_answer, open_conversation, send, sidebar_names
 from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import FakeProviders
 from tests.support.live_clients import OwnerClient, message_text
-
-chat_page = chat_support.chat_page
-live_owner = chat_support.live_owner
-anthropic_key = chat_support.anthropic_key
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
