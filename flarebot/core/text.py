@@ -35,7 +35,8 @@ def utf16_length(text: str) -> int:
 
 def has_lone_surrogates(text: str) -> bool:
     """Return whether text holds half of a UTF-16 surrogate pair on its own."""
-    return _LONE_SURROGATE.search(text) is not None
+    # An ASCII string (known without reading it) holds none.
+    return not text.isascii() and _LONE_SURROGATE.search(text) is not None
 
 
 def has_control_characters(text: str, *, allow: str = "") -> bool:
@@ -88,7 +89,7 @@ def json_text_safe(value: T) -> T:
     """
     if isinstance(value, str):
         cleaned = value.replace("\x00", "\ufffd")
-        if not cleaned.isascii() and has_lone_surrogates(cleaned):
+        if has_lone_surrogates(cleaned):
             cleaned = _LONE_SURROGATE.sub("\ufffd", cleaned)
         return cast(T, cleaned)
     if isinstance(value, dict):
