@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
+from typing import cast
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -64,4 +65,5 @@ def owner_session_from_rows(rows: tuple[Row, ...]) -> OwnerSessionRows:
         owner: AbstractBaseUser = model_from_row(user, row[width:-1])
         installation.owner = owner  # type: ignore[assignment]
         installations.append(installation)
-    return OwnerSessionRows(installations, rows[0][-1] if rows else None)  # type: ignore[arg-type]
+    session_data = cast("str | None", rows[0][-1]) if rows else None  # the last column of every row
+    return OwnerSessionRows(installations, session_data)
