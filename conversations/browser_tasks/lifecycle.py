@@ -189,9 +189,16 @@ def browser_task_claim(*, task_id: uuid.UUID) -> TaskClaim | None:
     now = timezone.now()
     token = secrets.token_hex(16)
     with transaction.atomic():
+        # Every condition names the task's own row (the conversation only through `IN`), so the
+        # update is a plain `UPDATE ... WHERE`: on PostgreSQL a claim that waited for another's
+        # row lock checks the lease again on the row that one committed. Filtering through
+        # `conversation__state` would make Django nest the lease test in a subquery that keeps
+        # its old snapshot, and two claims at once would both win.
         claimed = (
             BrowserTask.objects.filter(
-                id=task_id, status=BrowserTaskStatus.RUNNING, conversation__state=ConversationState.ACTIVE
+                id=task_id,
+                status=BrowserTaskStatus.RUNNING,
+                conversation_id__in=Conversation.objects.filter(state=ConversationState.ACTIVE).values("id"),
             )
             .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
             .update(lease_token=token, lease_expires_at=now + LEASE, attempts=F("attempts") + 1)

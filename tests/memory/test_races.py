@@ -10,40 +10,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from memory import services
 from memory.errors import FactConflict, MemoryFull
 from memory.models import Fact, FactState
 from memory.rows import facts_add_lock
+from tests.support.threads import in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 POSTGRESQL = connection.vendor == "postgresql"
-
-
-def in_threads(*work: Callable[[], Any]) -> list[Any]:
-    """Run each function on a thread of its own; return what each returned or raised."""
-    outcomes: list[Any] = [None] * len(work)
-
-    def target(index: int) -> None:
-        try:
-            outcomes[index] = work[index]()
-        except Exception as error:
-            outcomes[index] = error
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(len(work))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-        assert not thread.is_alive(), "a writer never finished"
-    return outcomes
 
 
 def both_inside() -> Callable[[], bool]:

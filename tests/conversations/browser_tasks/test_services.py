@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from conversations.browser_tasks import lifecycle, services
 from conversations.browser_tasks.services import Reply
@@ -23,6 +25,7 @@ from flarebot.core.errors import Conflict, InvalidInput, NotFound
 from tests.support.browser_tasks import paused_task
 from tests.support.engine import ask, assistant_parts, orm, tool_parts
 from tests.support.fake_providers import Call, Text
+from tests.support.threads import in_threads
 from tools.models import BrowserLease, ToolActivity
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -333,3 +336,49 @@ def test_deletion_erases_checkpoints(conversation):
     task.refresh_from_db()
     assert (task.status, task.storage_sealed, task.steps) == ("cancelled", None, [])
     assert CriticalPoint.objects.get(id=point.id).state == "void"
+
+
+def test_of_two_claims_at_once_only_the_first_wins_and_the_second_sees_its_lease(conversation):
+    proposal = propose(conversation)
+    task = services.browser_task_start(conversation_id=conversation, proposal_id=proposal.id)
+    first_claimed = threading.Event()
+    second_waiting = threading.Event()
+
+    def first() -> lifecycle.TaskClaim | None:
+        with transaction.atomic():  # holds the task's row until the second claim waits for it
+            claim = lifecycle.browser_task_claim(task_id=task.id)
+            first_claimed.set()
+            assert second_waiting.wait(30)
+            return claim
+
+    def second() -> lifecycle.TaskClaim | None:
+        assert first_claimed.wait(30)
+        return lifecycle.browser_task_claim(task_id=task.id)
+
+    def observer() -> None:
+        assert first_claimed.wait(30)
+        try:
+            if connection.vendor == "postgresql":
+                # The second claim must have begun and be waiting for the first one's row lock.
+                row_lock_waits(at_least=1)
+        finally:
+            second_waiting.set()
+
+    won, lost, _ = in_threads(first, second, observer)
+
+    assert isinstance(won, lifecycle.TaskClaim), won
+    assert lost is None
+    stored = BrowserTask.objects.get(id=task.id)
+    assert (stored.lease_token, stored.attempts) == (won.lease_token, 1)
+
+
+def row_lock_waits(*, at_least: int) -> None:
+    with connection.cursor() as cursor:
+        for _ in range(1500):
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0] >= at_least:
+                return
+            time.sleep(0.02)
+    raise AssertionError("the second claim never waited for the first one's row lock")
