@@ -10,6 +10,17 @@ checked address itself (pinned: Chromium keeps the Host header and, inside the t
 TLS server name). A refused target gets a 403 and is remembered for a minute
 (`refusal_for`), so browser_read can say why a navigation failed.
 
+Only the browser Flarebot launched may use it: the proxy asks every request for a
+credential made at random for this process (`Proxy-Authorization: Basic`, answered with a
+407 otherwise), which Chromium is given at launch and supplies for its pages. Chromium's
+own background traffic (its component updater, the sign-in account check against
+accounts.google.com) does not carry it, so it is refused before any lookup: the browser
+tool never reports to Google on its own, and no other local program can use the proxy as
+a relay. The one service of Chromium's own that a page's context calls with the
+credential, its form-field predictions (`content-autofill.googleapis.com`, sent the form
+signatures of every page read), is refused by name (`CHROMIUM_SERVICES`): no page
+addresses it.
+
 It runs on its own event loop in its own thread: page bytes never cost the loop that
 streams turns, and the resolver's lookups run in that loop's executor.
 """
@@ -17,7 +28,10 @@ streams turns, and the resolver's lookups run in that loop's executor.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hmac
 import logging
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -38,6 +52,10 @@ CHUNK = 64 * 1024
 REFUSALS_KEPT = 256
 REFUSAL_MEMORY = 60.0
 _HOP_HEADERS = {b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"}
+USERNAME = "flarebot"
+# Hosts only Chromium itself calls from a page's context, never a page: refused by name.
+CHROMIUM_SERVICES = frozenset({"content-autofill.googleapis.com"})
+CHROMIUM_SERVICE_REFUSED = "Chromium's own form-prediction service is not used: pages never address it."
 
 
 class PolicyProxy:
@@ -45,6 +63,8 @@ class PolicyProxy:
 
     def __init__(self) -> None:
         self.port = 0
+        self._password = secrets.token_urlsafe(24)
+        self._authorization = b"basic " + base64.b64encode(f"{USERNAME}:{self._password}".encode())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
@@ -94,6 +114,19 @@ class PolicyProxy:
         loop.call_soon_threadsafe(loop.stop)
         self._server = None
 
+    @property
+    def credential(self) -> tuple[str, str]:
+        """The user name and password the browser must give (never logged)."""
+        return USERNAME, self._password
+
+    def _authorized(self, header_block: bytes) -> bool:
+        for line in header_block.split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"proxy-authorization":
+                scheme, _, token = value.strip().partition(b" ")
+                return hmac.compare_digest(scheme.lower() + b" " + token.strip(), self._authorization)
+        return False
+
     def refusal_for(self, host: str, port: int) -> str | None:
         """Why the proxy refused this host and port in the last minute, if it did."""
         with self._lock:
@@ -120,6 +153,10 @@ class PolicyProxy:
                 await _reply(writer, 400, "Bad Request")
                 return
             method, target, version = (part.decode("latin-1") for part in parts)
+            if not self._authorized(header_block):
+                logger.debug("browser proxy: %s %s without the browser's credential, refused", method, target)
+                await _reply(writer, 407, "Proxy Authentication Required")
+                return
             if method == "CONNECT":
                 raw_url = f"http://{target}/"
             else:
@@ -129,6 +166,8 @@ class PolicyProxy:
                     return
             try:
                 checked = url_check(raw_url)
+                if checked.host.lower().rstrip(".") in CHROMIUM_SERVICES:
+                    raise Refused("browser_service", CHROMIUM_SERVICE_REFUSED)
                 addresses = await addresses_checked(checked)
             except Refused as refused:
                 self._remember_target(raw_url, refused.message)
@@ -181,6 +220,8 @@ async def _connect(addresses: list[str], port: int) -> tuple[asyncio.StreamReade
 async def _reply(writer: asyncio.StreamWriter, status: int, reason: str, *, refused: str = "") -> None:
     body = f"{status} {reason}: refused by Flarebot's network policy.\n".encode() if refused else b""
     marker = f"X-Flarebot-Refused: {refused}\r\n" if refused else ""
+    if status == 407:
+        marker = 'Proxy-Authenticate: Basic realm="Flarebot browser"\r\n'
     writer.write(
         f"HTTP/1.1 {status} {reason}\r\n{marker}Content-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n".encode()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
+from playwright.async_api import Browser, BrowserContext, Playwright, ProxySettings, async_playwright
 
 from flarebot.core.database import db
 from flarebot.core.probes import ProbeResult
@@ -108,6 +108,11 @@ def chromium_probe() -> ProbeResult:
     return ProbeResult(state="missing", detail="No Chromium was found on this worker.", fix=chromium_problem())
 
 
+def _proxy_settings(proxy: PolicyProxy) -> ProxySettings:
+    username, password = proxy.credential
+    return {"server": f"http://127.0.0.1:{proxy.port}", "username": username, "password": password}
+
+
 def policy_proxy() -> PolicyProxy:
     """The process's browser proxy, started on first use."""
     global _proxy
@@ -165,7 +170,7 @@ class BrowserPool:
                 self._browser = await self._playwright.chromium.launch(
                     executable_path=path,
                     args=[*LAUNCH_ARGS, f"{BROWSER_MARK}{holder_token(PROCESS_HOLDER)}"],
-                    proxy={"server": f"http://127.0.0.1:{proxy.port}"},
+                    proxy=_proxy_settings(proxy),
                     timeout=20_000,
                 )
             except Exception as error:

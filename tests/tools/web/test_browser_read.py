@@ -260,37 +260,41 @@ async def test_a_cleanup_that_keeps_failing_is_reported_and_left_unresolved(web,
     async def stuck(context) -> None:
         await asyncio.sleep(3600)
 
-    monkeypatch.setattr(browser_module, "context_close", stuck)
-    monkeypatch.setattr(browser_module, "CLOSE_TIMEOUT", 0.3)
     enqueued: list[str] = []
     monkeypatch.setattr(browser_read_module, "_cleanup_enqueue", enqueued.append)
+    # Only these two are put back at the end (the test's FakeDns stays until teardown).
+    with monkeypatch.context() as closing:
+        closing.setattr(browser_module, "context_close", stuck)
+        closing.setattr(browser_module, "CLOSE_TIMEOUT", 0.3)
 
-    result = await render(web.url("/article"))
+        result = await render(web.url("/article"))
 
-    assert result["ok"] is False
-    assert result["error"] == "cleanup_failed"
-    assert result["result"]["ok"] is True  # what the call read is still there
-    [lease] = await leases()
-    assert enqueued == [lease.id]
-    states = [await db(browser_lease_cleanup_run)(lease_id=lease.id, wait=0.3) for _ in range(3)]
-    assert states == [BrowserLeaseState.OPEN, BrowserLeaseState.OPEN, BrowserLeaseState.CLEANUP_FAILED]
-    assert await db(browser_lease_cleanup_run)(lease_id=lease.id, wait=0.3) == BrowserLeaseState.CLEANUP_FAILED
-    monkeypatch.undo()
+        assert result["ok"] is False
+        assert result["error"] == "cleanup_failed"
+        assert result["result"]["ok"] is True  # what the call read is still there
+        [lease] = await leases()
+        assert enqueued == [lease.id]
+        states = [await db(browser_lease_cleanup_run)(lease_id=lease.id, wait=0.3) for _ in range(3)]
+        assert states == [BrowserLeaseState.OPEN, BrowserLeaseState.OPEN, BrowserLeaseState.CLEANUP_FAILED]
+        assert await db(browser_lease_cleanup_run)(lease_id=lease.id, wait=0.3) == BrowserLeaseState.CLEANUP_FAILED
 
 
 async def test_it_is_unavailable_with_the_install_command_when_no_chromium_is_found(settings, monkeypatch):
-    monkeypatch.setattr(browser_module, "DEBIAN_CHROMIUM", "/nonexistent/chromium")
-    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", "/nonexistent")
+    configured = settings.CONFIG
     try:
-        chromium_path(refresh=True)
-        assert await browser_available(tool_context()) == INSTALL_HINT
-        assert "playwright install chromium" in INSTALL_HINT
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, chromium="/nonexistent/browser")
-        chromium_path(refresh=True)
-        assert "FLAREBOT_CHROMIUM" in (await browser_available(tool_context()) or "")
+        with monkeypatch.context() as missing:
+            missing.setattr(browser_module, "DEBIAN_CHROMIUM", "/nonexistent/chromium")
+            missing.setenv("PLAYWRIGHT_BROWSERS_PATH", "/nonexistent")
+            chromium_path(refresh=True)
+            assert await browser_available(tool_context()) == INSTALL_HINT
+            assert "playwright install chromium" in INSTALL_HINT
+            settings.CONFIG = dataclasses.replace(settings.CONFIG, chromium="/nonexistent/browser")
+            chromium_path(refresh=True)
+            assert "FLAREBOT_CHROMIUM" in (await browser_available(tool_context()) or "")
     finally:
-        monkeypatch.undo()
+        settings.CONFIG = configured
         chromium_path(refresh=True)
+        assert chromium_path() is not None  # the next tests find Chromium again
 
 
 async def test_leases_never_cascade_with_a_conversation():
