@@ -18,10 +18,9 @@ from flarebot.core.installation import owner_create
 from flarebot.core.models import Installation
 from tests.support.fake_providers import FakeProviders
 from tests.support.live import LiveStack, start_live_stack
+from tests.support.live_clients import OwnerClient, new_anthropic_key
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 from tests.support.resources import release_redis_db
-
-OWNER_USERNAME = "owner"
-OWNER_PASSWORD = "a-long-owner-passphrase-42"
 
 
 def _flush_retrying_deadlocks(self: TransactionTestCase) -> None:
@@ -130,3 +129,17 @@ def fake_providers(fake_providers_server: FakeProviders) -> Iterator[FakeProvide
     fake_providers_server.reset()
     yield fake_providers_server
     fake_providers_server.reset()
+
+
+@pytest.fixture
+def live_owner(live_stack: LiveStack, owner: Installation) -> OwnerClient:
+    """The owner signed in to the live stack over plain HTTP (beside any browser)."""
+    return OwnerClient.sign_in(live_stack)
+
+
+@pytest.fixture
+def anthropic_key(live_owner: OwnerClient) -> str:
+    """A fresh Anthropic key, set the way the settings page sets it."""
+    key = new_anthropic_key()
+    live_owner.set_provider_key("anthropic", key)
+    return key

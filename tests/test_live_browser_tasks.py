@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from conversations.models import BrowserTask
-from flarebot.core.models import Installation
 from flarebot.core.stack import Stack, process_specs
 from tests.support.browser_tasks import page_sent, step, task_requests
 from tests.support.fake_providers import Call, FakeProviders, Text
@@ -31,16 +30,6 @@ pytestmark = [
 
 TASK_SECONDS = 60.0
 PROPOSAL_STEPS = ("browser_task.proposed",)
-
-
-@pytest.fixture
-def live_owner(live_stack: LiveStack, owner: Installation) -> OwnerClient:
-    return OwnerClient.sign_in(live_stack)
-
-
-@pytest.fixture
-def anthropic_key(live_owner: OwnerClient) -> None:
-    live_owner.set_provider_key("anthropic", "sk-ant-api03-" + "k" * 40)
 
 
 @pytest.fixture

@@ -29,8 +29,8 @@ from websockets.typing import Origin
 
 from conversations.models import Conversation, ConversationState
 from flarebot.core.models import Installation, SignInFailure
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
 from tests.support.live import LiveStack
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

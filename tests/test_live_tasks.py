@@ -23,18 +23,10 @@ from tasks.models import Task
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient
-from tests.test_live_turns import new_anthropic_key
 
-pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("anthropic_key")]
 
 RUN_SECONDS = 60.0  # from a due instant to the run's end, with margin for a loaded machine
-
-
-@pytest.fixture
-def live_owner(live_stack: LiveStack, owner: object) -> OwnerClient:
-    client = OwnerClient.sign_in(live_stack)
-    client.set_provider_key("anthropic", new_anthropic_key())
-    return client
 
 
 def instant(at: datetime) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import secrets
 import signal
 import threading
 import time
@@ -49,23 +48,6 @@ CANCEL_DEADLINE = 2.0
 # the worker's restart and the retried answer.
 RECOVERY_SECONDS = 90.0
 RECOVERY_LIMIT = 40.0  # seconds from a worker's SIGKILL until its turn continues elsewhere
-
-
-def new_anthropic_key() -> str:
-    return f"sk-ant-api03-{secrets.token_urlsafe(36)}"
-
-
-@pytest.fixture
-def live_owner(live_stack: LiveStack, owner: Installation) -> OwnerClient:
-    return OwnerClient.sign_in(live_stack)
-
-
-@pytest.fixture
-def anthropic_key(live_owner: OwnerClient) -> str:
-    """A fresh key, set the way the settings page sets it."""
-    key = new_anthropic_key()
-    live_owner.set_provider_key("anthropic", key)
-    return key
 
 
 def key_echoing_error(key: str) -> dict[str, Any]:

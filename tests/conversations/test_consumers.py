@@ -34,7 +34,8 @@ from conversations.models import Conversation
 from flarebot.asgi import application
 from flarebot.core.models import Installation
 from flarebot.core.sessions import AUTH_AT_KEY, INSTALLATION_KEY
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME, signed_in_client
+from tests.conftest import signed_in_client
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

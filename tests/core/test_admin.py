@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from conversations.models import Conversation
 from flarebot.core.sessions import AUTH_AT_KEY, INSTALLATION_KEY
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 CHANGELIST = "/admin/conversations/conversation/"
 ADMIN_TITLE = b"Flarebot administration"

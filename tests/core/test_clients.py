@@ -10,7 +10,7 @@ from django.test import Client, RequestFactory
 
 from flarebot.core.clients import client_address
 from flarebot.core.models import SignInFailure
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 PROXY = "172.30.80.1"
 

@@ -9,7 +9,7 @@ from django.test import Client
 
 from conversations.models import Conversation
 from flarebot.core.models import Installation
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 SECRET_NAME = "Medical appointments"
 ROUTES = [

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from flarebot.core.models import Installation
 from flarebot.core.sessions import AUTH_AT_KEY, SessionState, owner_session_recheck
-from tests.conftest import OWNER_USERNAME
+from tests.support.owner import OWNER_USERNAME
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,8 @@ from django.db import connections
 from django.test import Client
 
 from flarebot.core.models import Installation, SignInFailure
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
 from tests.support.counting_auth import CountingBackend
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

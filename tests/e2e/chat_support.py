@@ -7,7 +7,6 @@ holds after the page acted.
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,23 +14,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from flarebot.core.models import Installation
 from tests.support.fake_providers import Step, Text
-from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient
-
-
-@pytest.fixture
-def live_owner(live_stack: LiveStack, owner: Installation) -> OwnerClient:
-    return OwnerClient.sign_in(live_stack)
-
-
-@pytest.fixture
-def anthropic_key(live_owner: OwnerClient) -> str:
-    """A fresh key, set the way the settings page sets it."""
-    key = f"sk-ant-api03-{secrets.token_urlsafe(36)}"
-    live_owner.set_provider_key("anthropic", key)
-    return key
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
 from flarebot.core.models import Installation
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
 
 # The chat page's fixtures, for every browser test of it.
-from tests.e2e.chat_support import anthropic_key, chat_page, live_owner  # noqa: F401
+from tests.e2e.chat_support import chat_page  # noqa: F401
 from tests.support.live import LiveStack
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,6 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from conversations.services import conversation_delete
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
 from tests.e2e.chat_support import (
     answers,
     conversations,
@@ -31,6 +30,7 @@ from tests.e2e.conftest import PageErrors, screenshot
 from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient, message_text
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 # Fixtures shared with the other chat test modules.
 

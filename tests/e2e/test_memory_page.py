@@ -15,7 +15,7 @@ from playwright.sync_api import Locator, Page, expect
 from memory import services
 from memory.models import Fact, FactState
 from tests.e2e.conftest import screenshot
-from tests.e2e.test_settings import Dialogs, api_get, dialogs, patient_expect, settings_page
+from tests.e2e.settings_support import Dialogs, api_get, dialogs, patient_expect, settings_page
 
 __all__ = ["dialogs", "patient_expect", "settings_page"]
 

@@ -8,87 +8,33 @@ up as a console error and fail the test (see `page_errors` in conftest).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from playwright.sync_api import Dialog, Page, Response, Route, expect
+from playwright.sync_api import Page, Response, expect
 
 from conversations import instructions, model_settings
 from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
 from flarebot.core.models import Installation
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
-from tests.e2e.conftest import STEP_TIMEOUT_MS, screenshot
+from tests.e2e.conftest import screenshot
+from tests.e2e.settings_support import Dialogs, api_get, dialogs, patient_expect, settings_page
 from tests.support.fake_providers import FakeProviders
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 from tests.support.resources import free_port
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
-CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'"
+__all__ = ["dialogs", "patient_expect", "settings_page"]
+
 KEY = "sk-ant-e2e-secret-" + "Q7x" * 10
 LIMIT = 16_000
-
-
-@pytest.fixture(autouse=True)
-def patient_expect() -> Iterator[None]:
-    """Give each expect the step deadline of conftest (15 s), not 5 s: a busy CI machine is slow."""
-    expect.set_options(timeout=STEP_TIMEOUT_MS)
-    yield
-    expect.set_options(timeout=5_000)  # Playwright's default, for the other modules
-
-
-class Dialogs(list[str]):
-    """The types of the dialogs the page opened (confirm, beforeunload); accepted unless told."""
-
-    accept = True
-
-
-def _with_csp(route: Route) -> None:
-    response = route.fetch(max_redirects=0)
-    route.fulfill(response=response, headers={**response.headers, "content-security-policy": CSP})
-
-
-@pytest.fixture
-def dialogs(page: Page) -> Dialogs:
-    seen = Dialogs()
-
-    def answer(dialog: Dialog) -> None:
-        seen.append(dialog.type)
-        if seen.accept:
-            dialog.accept()
-        else:
-            dialog.dismiss()
-
-    page.on("dialog", answer)
-    return seen
 
 
 @pytest.fixture(autouse=True)
 def providers_answer(fake_providers: FakeProviders) -> FakeProviders:
     """Saving a key asks the provider: the loopback one answers (a test says which keys it refuses)."""
     return fake_providers
-
-
-@pytest.fixture
-def settings_page(page: Page, owner: Installation, dialogs: Dialogs) -> Page:
-    """The owner signed in through the real form straight to /settings/, served under the CSP.
-
-    Not `owner_page`: that one lands on the chat page first, which is another page's test.
-    """
-    page.route("**/settings/", _with_csp)
-    page.goto("/login/?next=/settings/")
-    page.fill("input[name=username]", OWNER_USERNAME)
-    page.fill("input[name=password]", OWNER_PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url("**/settings/")
-    expect(page.locator("body")).to_have_attribute("data-ready", "1")
-    return page
-
-
-def api_get(page: Page, path: str) -> Any:
-    """GET a JSON API path from inside the page, with the owner's session, as the page does."""
-    return page.evaluate("async (path) => (await fetch(path)).json()", path)
 
 
 def key_form(page: Page, provider: str) -> Any:

@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from flarebot.core.models import Installation
-from tests.conftest import OWNER_USERNAME
 from tests.e2e.conftest import sign_in
+from tests.support.owner import OWNER_USERNAME
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -16,9 +16,9 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from conversations.models import Conversation
 from flarebot.core.models import Installation
-from tests.conftest import OWNER_PASSWORD
 from tests.e2e.conftest import STEP_TIMEOUT_MS, sign_in
 from tests.support.live import LiveStack
+from tests.support.owner import OWNER_PASSWORD
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

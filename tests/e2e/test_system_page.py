@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from flarebot.core.models import Installation
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

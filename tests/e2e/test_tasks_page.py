@@ -23,7 +23,7 @@ from conversations.services import conversation_create
 from tasks import services
 from tasks.models import Task, TaskRun, TaskState
 from tests.e2e.conftest import STEP_TIMEOUT_MS, screenshot
-from tests.e2e.test_settings import dialogs, patient_expect, settings_page
+from tests.e2e.settings_support import dialogs, patient_expect, settings_page
 from tests.support.live import LiveStack
 
 __all__ = ["dialogs", "patient_expect", "settings_page"]

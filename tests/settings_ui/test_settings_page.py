@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from conversations import instructions, model_settings
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 KEY = "sk-ant-settings-page-" + "k" * 24
 

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from flarebot.core.models import SignInFailure
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 COOKIE = "__Host-flarebot-session"
 CONVERSATIONS = "/api/conversations/"

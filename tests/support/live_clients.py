@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import time
 import uuid
 from collections.abc import Callable
@@ -21,12 +22,17 @@ from django.conf import settings
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin
 
-from tests.conftest import OWNER_PASSWORD, OWNER_USERNAME
 from tests.support.live import LiveStack
+from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 HTTP_TIMEOUT = 10.0
 TURN_SECONDS = 30.0
 TERMINAL_EVENTS = ("turn.completed", "turn.failed", "turn.cancelled")
+
+
+def new_anthropic_key() -> str:
+    """A key of Anthropic's shape, new each time (the loopback provider accepts any)."""
+    return f"sk-ant-api03-{secrets.token_urlsafe(36)}"
 
 
 def _set_cookies(response: httpx.Response) -> dict[str, str]:
