@@ -3,6 +3,10 @@
 Starts the loopback model providers, migrates a fresh PostgreSQL database (or a SQLite
 file), creates the owner, starts daphne + Celery worker + beat with `flarebot.core.stack`,
 signs in over real HTTP and stores an Anthropic key through the API.
+
+When the stack stops, the bench says how many warnings and errors its processes logged
+(a slow burst often shows there first: a lost Redis connection, a retried claim), and
+with `FLAREBOT_BENCH_KEEP_LOGS=<dir>` it keeps the logs there instead of deleting them.
 """
 
 from __future__ import annotations
@@ -50,11 +54,28 @@ class BenchStack:
     def stop(self) -> None:
         self.stack.stop()
         self.providers.stop()
+        logs_report(self.data_dir / "logs", keep=os.environ.get("FLAREBOT_BENCH_KEEP_LOGS"), run_id=self.run_id)
         release_redis_db(self.redis_url, self.run_id)
         if self.database:
             with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
         shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+LOGGED_PROBLEM = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b")
+
+
+def logs_report(log_dir: Path, *, keep: str | None, run_id: str) -> None:
+    """Print what the stack's processes logged above INFO; copy the logs to `keep` if given."""
+    for log in sorted(log_dir.glob("*.log")):
+        problems = [line for line in log.read_text("utf-8", "replace").splitlines() if LOGGED_PROBLEM.search(line)]
+        if problems:
+            first = problems[0][:300]
+            print(f"{log.stem} logged {len(problems)} warnings or errors; the first: {first}", file=sys.stderr)
+    if keep:
+        kept = Path(keep) / f"bench-{run_id}"
+        shutil.copytree(log_dir, kept, dirs_exist_ok=True)
+        print(f"stack logs kept in {kept}", file=sys.stderr)
 
 
 def start(*, database: str = "postgres", worker_threads: int = 128, worker_processes: int = 1) -> BenchStack:
