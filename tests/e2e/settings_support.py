@@ -61,6 +61,11 @@ def settings_page(page: Page, owner: Installation, dialogs: Dialogs) -> Page:
     Not `owner_page`: that one lands on the chat page first, which is another page's test.
     """
     page.route("**/settings/", _with_csp)
+    return settings_sign_in(page)
+
+
+def settings_sign_in(page: Page) -> Page:
+    """Sign in through the real form with /settings/ as the next page; return once it is ready."""
     page.goto("/login/?next=/settings/")
     page.fill("input[name=username]", OWNER_USERNAME)
     page.fill("input[name=password]", OWNER_PASSWORD)

@@ -9,21 +9,11 @@ from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from flarebot.core.models import Installation
-from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
+from tests.e2e.settings_support import settings_sign_in
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 WAIT_MS = 30_000
-
-
-def open_settings(page: Page) -> Page:
-    page.goto("/login/?next=/settings/")
-    page.fill("input[name=username]", OWNER_USERNAME)
-    page.fill("input[name=password]", OWNER_PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url("**/settings/")
-    expect(page.locator("body")).to_have_attribute("data-ready", "1")
-    return page
 
 
 def row(page: Page, name: str):
@@ -31,7 +21,7 @@ def row(page: Page, name: str):
 
 
 def test_it_shows_what_runs_here_and_how_to_add_what_is_missing(page: Page, owner: Installation) -> None:
-    open_settings(page)
+    settings_sign_in(page)
     page.get_by_role("link", name="System").click()
 
     # The live stack's worker and scheduler report in within seconds; "Check again" asks anew.
@@ -57,7 +47,7 @@ def test_it_shows_what_runs_here_and_how_to_add_what_is_missing(page: Page, owne
 
 def test_it_fits_a_375_pixel_screen(page: Page, owner: Installation) -> None:
     page.set_viewport_size({"width": 375, "height": 800})
-    open_settings(page)
+    settings_sign_in(page)
     section = page.locator("#system")
     section.scroll_into_view_if_needed()
     width = page.evaluate("document.documentElement.scrollWidth")
