@@ -10,7 +10,8 @@ task. So the rows of tasks keep no bookkeeping; the run history is the task's ow
 Beat's fixed jobs (`CELERY_BEAT_SCHEDULE`: reconciliation, sweeps) are rows too, written
 at beat's start. Should one vanish while beat runs (deleted in the admin, a restored
 backup), the next reload of the schedule writes it again: without them a dead worker's
-turn would never be requeued.
+turn would never be requeued. That is a warning; on beat's first load (a fresh database)
+writing them is the normal start, and is not one.
 """
 
 from __future__ import annotations
@@ -37,14 +38,18 @@ class TaskDatabaseScheduler(DatabaseScheduler):
     """The DatabaseScheduler, with `TaskEntry` for its rows and its fixed jobs always present."""
 
     Entry = TaskEntry
+    _loaded = False  # whether a schedule was loaded before in this process
 
     def all_as_schedule(self) -> dict[str, Any]:
         schedule: dict[str, Any] = super().all_as_schedule()
         fixed: dict[str, dict[str, Any]] = self.app.conf.beat_schedule or {}
         present = set(PeriodicTask.objects.filter(name__in=list(fixed)).values_list("name", flat=True))
         missing = sorted(set(fixed) - present)
-        if missing:
+        if missing and self._loaded:
             logger.warning("beat's fixed jobs %s were not in the database; written again", ", ".join(missing))
+        elif missing:
+            logger.info("writing beat's fixed jobs %s", ", ".join(missing))
+        self._loaded = True
         for name in missing:
             entry = self.Entry.from_entry(name, app=self.app, **fixed[name])
             if entry.model.enabled:

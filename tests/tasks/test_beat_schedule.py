@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from django.conf import settings
 from django_celery_beat.schedulers import ModelEntry
@@ -30,17 +32,20 @@ def test_beat_sends_each_fixed_job_with_its_expiry(name: str, seconds: int) -> N
 
 # Beat commits and closes connections as it reads: a transaction of the test's own would break.
 @pytest.mark.django_db(transaction=True)
-def test_a_fixed_job_deleted_while_beat_runs_is_back_at_the_next_reload() -> None:
+def test_a_fixed_job_deleted_while_beat_runs_is_back_at_the_next_reload_with_a_warning(caplog) -> None:
     from django_celery_beat.models import PeriodicTask
 
     from tasks.beat import TaskDatabaseScheduler
 
     scheduler = TaskDatabaseScheduler(app=app, lazy=True)
     scheduler.setup_schedule()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # a fresh database is no warning
     PeriodicTask.objects.filter(name="conversations-reconcile-turns").delete()
 
     reloaded = scheduler.all_as_schedule()
 
+    [warning] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "conversations-reconcile-turns were not in the database" in warning.getMessage()
     assert "conversations-reconcile-turns" in reloaded
     assert reloaded["conversations-reconcile-turns"].options["expires"] == 20
     assert PeriodicTask.objects.filter(name="conversations-reconcile-turns", enabled=True).exists()
