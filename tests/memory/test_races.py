@@ -8,7 +8,6 @@ write lock (transactions begin IMMEDIATE), which is the serialisation the code r
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
@@ -18,7 +17,7 @@ from memory import services
 from memory.errors import FactConflict, MemoryFull
 from memory.models import Fact, FactState
 from memory.rows import facts_add_lock
-from tests.support.threads import in_threads
+from tests.support.threads import in_threads, postgres_lock_awaited
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -107,17 +106,10 @@ def test_a_second_add_waits_for_the_first_and_the_limit_holds():
 
     def observer() -> None:
         assert holding.wait(30)
-        if POSTGRESQL:
-            # The second add must be waiting for the add lock, not counting on its own.
-            with connection.cursor() as cursor:
-                for _ in range(1500):
-                    cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
-                    if cursor.fetchone()[0]:
-                        break
-                    time.sleep(0.02)
-                else:
-                    release.set()
-                    raise AssertionError("the second add did not wait for the add lock")
+        # The second add must be waiting for the add lock, not counting on its own.
+        if POSTGRESQL and not postgres_lock_awaited("advisory"):
+            release.set()
+            raise AssertionError("the second add did not wait for the add lock")
         release.set()
 
     outcomes = in_threads(first, second, observer)

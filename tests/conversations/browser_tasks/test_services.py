@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import pytest
@@ -25,7 +24,7 @@ from flarebot.core.errors import Conflict, InvalidInput, NotFound
 from tests.support.browser_tasks import paused_task
 from tests.support.engine import ask, assistant_parts, orm, tool_parts
 from tests.support.fake_providers import Call, Text
-from tests.support.threads import in_threads
+from tests.support.threads import in_threads, postgres_lock_awaited
 from tools.models import BrowserLease, ToolActivity
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -356,28 +355,15 @@ def test_of_two_claims_at_once_only_the_first_wins_and_the_second_sees_its_lease
 
     def observer() -> None:
         assert first_claimed.wait(30)
-        try:
-            if connection.vendor == "postgresql":
-                # The second claim must have begun and be waiting for the first one's row lock.
-                row_lock_waits(at_least=1)
-        finally:
-            second_waiting.set()
+        # The second claim must have begun and be waiting for the first one's row lock.
+        waited = connection.vendor != "postgresql" or postgres_lock_awaited("transactionid")
+        second_waiting.set()
+        assert waited, "the second claim never waited for the first one's row lock"
 
-    won, lost, _ = in_threads(first, second, observer)
+    won, lost, observed = in_threads(first, second, observer)
 
+    assert observed is None, observed
     assert isinstance(won, lifecycle.TaskClaim), won
     assert lost is None
     stored = BrowserTask.objects.get(id=task.id)
     assert (stored.lease_token, stored.attempts) == (won.lease_token, 1)
-
-
-def row_lock_waits(*, at_least: int) -> None:
-    with connection.cursor() as cursor:
-        for _ in range(1500):
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            )
-            if cursor.fetchone()[0] >= at_least:
-                return
-            time.sleep(0.02)
-    raise AssertionError("the second claim never waited for the first one's row lock")

@@ -9,7 +9,7 @@ web server is reached through `FLAREBOT_NETWORK_ALLOW`, set for the test run in
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -17,6 +17,7 @@ from tests.support import socket_guard
 from tests.support.fake_dns import FakeDns
 from tests.support.web_fixtures import FixtureWeb, fixture_web_start
 from tools.network import resolver
+from tools.web.browser import browser_pool
 
 
 @pytest.fixture(autouse=True)
@@ -49,3 +50,10 @@ def web(web_server: FixtureWeb) -> Iterator[FixtureWeb]:
     web_server.reset()
     yield web_server
     web_server.reset()
+
+
+@pytest.fixture
+async def browser_pool_shut_after() -> AsyncIterator[None]:
+    """The test's browser, its contexts and Playwright are closed when it ends."""
+    yield
+    await browser_pool().shutdown()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -28,13 +27,8 @@ from tools.web.read_url import read_url
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("browser_pool_shut_after"),
 ]
-
-
-@pytest.fixture(autouse=True)
-async def pool() -> AsyncIterator[None]:
-    yield
-    await browser_pool().shutdown()
 
 
 async def leases() -> list[BrowserLease]:
