@@ -166,7 +166,7 @@ class PolicyProxy:
                     return
             try:
                 checked = url_check(raw_url)
-                if checked.host.lower().rstrip(".") in CHROMIUM_SERVICES:
+                if checked.host.rstrip(".") in CHROMIUM_SERVICES:  # the policy gives it in lower case
                     raise Refused("browser_service", CHROMIUM_SERVICE_REFUSED)
                 addresses = await addresses_checked(checked)
             except Refused as refused:

@@ -10,26 +10,21 @@ import asyncio
 import base64
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from tests.support.tool_context import tool_context
 from tools.network.proxy import CHROMIUM_SERVICE_REFUSED, PolicyProxy
-from tools.web.browser import browser_pool, policy_proxy
+from tools.web.browser import policy_proxy
 from tools.web.browser_read import browser_read
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("browser_pool_shut_after"),
 ]
 
 REFUSED_WITHOUT_CREDENTIAL = "without the browser's credential"
-
-
-@pytest.fixture(autouse=True)
-async def pool() -> AsyncIterator[None]:
-    yield
-    await browser_pool().shutdown()
 
 
 @pytest.fixture
@@ -108,20 +103,20 @@ async def test_chromiums_own_requests_are_refused_and_never_looked_up(web, dns, 
     assert policy_proxy().refusal_for("content-autofill.googleapis.com", 443) in (None, CHROMIUM_SERVICE_REFUSED)
 
 
-async def test_chromiums_form_prediction_service_is_refused_by_name_even_with_the_credential(proxy, dns):
+@pytest.mark.parametrize(
+    "spelling",
+    ["content-autofill.googleapis.com", "Content-Autofill.GoogleAPIs.com", "content-autofill.googleapis.com."],
+)
+async def test_chromiums_form_prediction_service_is_refused_by_name_even_with_the_credential(proxy, dns, spelling):
     dns.add("content-autofill.googleapis.com", "203.0.113.9")
+    dns.add("content-autofill.googleapis.com.", "203.0.113.9")
     username, password = proxy.credential
 
-    answer = await ask(
-        proxy,
-        "CONNECT content-autofill.googleapis.com:443 HTTP/1.1",
-        "Host: content-autofill.googleapis.com:443",
-        basic(username, password),
-    )
+    answer = await ask(proxy, f"CONNECT {spelling}:443 HTTP/1.1", f"Host: {spelling}:443", basic(username, password))
 
     assert answer.startswith(b"HTTP/1.1 403 "), answer
     assert b"X-Flarebot-Refused: browser_service" in answer
-    assert proxy.refusal_for("content-autofill.googleapis.com", 443) == CHROMIUM_SERVICE_REFUSED
+    assert proxy.refusal_for(spelling, 443) == CHROMIUM_SERVICE_REFUSED
     assert dns.asked == []
 
 
