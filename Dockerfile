@@ -21,4 +21,4 @@ COPY . .
 
 USER flarebot
 EXPOSE 8000
-CMD ["python", "-m", "daphne", "-b", "0.0.0.0", "-p", "8000", "flarebot.asgi:application"]
+CMD ["python", "-m", "flarebot.web", "-b", "0.0.0.0", "-p", "8000", "flarebot.asgi:application"]

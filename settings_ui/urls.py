@@ -6,6 +6,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
+    path("setup/", views.setup_view, name="setup"),
     path("settings/", views.settings_page, name="settings"),
     path("api/system/", api.SystemApi.as_view(), name="system"),
 ]

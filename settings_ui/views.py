@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django import forms
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_protect
@@ -13,8 +13,9 @@ from conversations.instructions import MAX_UTF16 as INSTRUCTIONS_MAX_UTF16
 from conversations.providers.catalog import KEYED_PROVIDERS, PROVIDER_LABELS
 from conversations.services import NAME_MAX_UTF16
 from conversations.turns import MAX_TEXT_UTF16
-from flarebot.core.errors import LimitReached
+from flarebot.core.errors import FlarebotError, LimitReached
 from flarebot.core.sessions import SessionState, owner_session_end, owner_session_state
+from flarebot.core.setup_link import owner_setup, setup_attempt
 from flarebot.core.signin import owner_signin
 from memory.query import QUERY_MAX
 from memory.services import MAX_CONTENT, MAX_FACTS
@@ -25,6 +26,12 @@ from tasks.services import INSTRUCTIONS_MAX, MAX_TASKS, NAME_MAX
 class SignInForm(forms.Form):
     username = forms.CharField(max_length=150, strip=False)
     password = forms.CharField(max_length=4096, strip=False, widget=forms.PasswordInput)
+
+
+class SetupForm(forms.Form):
+    username = forms.CharField(max_length=150, strip=True)
+    password = forms.CharField(max_length=4096, strip=False, widget=forms.PasswordInput)
+    password_again = forms.CharField(max_length=4096, strip=False, widget=forms.PasswordInput)
 
 
 def _is_owner(request: HttpRequest) -> bool:
@@ -93,6 +100,39 @@ def login_view(request: HttpRequest) -> HttpResponse:
             error, status = "Enter a username and a password.", 400
     context = {"form": form, "error": error, "next": _safe_next(request)}
     return render(request, "login.html", context, status=status)
+
+
+@csrf_protect
+@require_http_methods(["GET", "HEAD", "POST"])
+def setup_view(request: HttpRequest) -> HttpResponse:
+    """Create the first owner from the one-time link `make run` printed; 404 without it or once an owner exists."""
+    token = (request.POST if request.method == "POST" else request.GET).get("token", "")
+    try:
+        if not setup_attempt(request=request, token=token):
+            raise Http404
+    except LimitReached as limit:
+        return _setup_page(request, SetupForm(), token="", error=limit.message, status=429)
+    if request.method != "POST":
+        return _setup_page(request, SetupForm(), token=token)
+    form = SetupForm(request.POST)
+    if not form.is_valid():
+        return _setup_page(request, form, token=token, error="Enter a username and the password twice.", status=400)
+    if form.cleaned_data["password"] != form.cleaned_data["password_again"]:
+        return _setup_page(request, form, token=token, error="The two passwords differ.", status=400)
+    try:
+        owner_setup(request=request, username=form.cleaned_data["username"], password=form.cleaned_data["password"])
+    except FlarebotError as refused:
+        return _setup_page(request, form, token=token, error=refused.message, status=refused.status)
+    return HttpResponseRedirect("/")
+
+
+def _setup_page(
+    request: HttpRequest, form: SetupForm, *, token: str, error: str = "", status: int = 200
+) -> HttpResponse:
+    response = render(request, "setup.html", {"form": form, "token": token, "error": error}, status=status)
+    # The page's own URL holds the token: no request it makes may carry it away.
+    response["Referrer-Policy"] = "no-referrer"
+    return response
 
 
 @csrf_protect

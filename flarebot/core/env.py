@@ -16,6 +16,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
+# The embedded database, under the data dir, when DATABASE_URL is not set.
+SQLITE_FILE = "flarebot.sqlite3"
 
 
 class ConfigurationError(Exception):
@@ -271,6 +273,28 @@ def _local_models() -> tuple[str, ...]:
     if models and not _raw("FLAREBOT_LOCAL_BASE_URL"):
         raise ConfigurationError("FLAREBOT_LOCAL_MODELS needs FLAREBOT_LOCAL_BASE_URL")
     return models
+
+
+def installation_absent(config: FlarebotConfig) -> str | None:
+    """Why no installation can be found with this configuration before Django starts, or None.
+
+    Read before settings load, which would create the data dir and a new secret: a
+    command that needs an existing installation (createowner) refuses instead.
+    """
+    if not config.data_dir.is_dir() and env_secret("FLAREBOT_SECRET_KEY") is None:
+        return "the folder does not exist"
+    if config.database_url is None and not (config.data_dir / SQLITE_FILE).is_file():
+        return "it has no database"
+    return None
+
+
+def no_installation_message(data_dir: Path, reason: str) -> str:
+    """What to say when a command finds no installation where it looked."""
+    return (
+        f"No Flarebot installation was found in the data dir {data_dir} ({reason}); nothing was created. "
+        "Use the same FLAREBOT_DATA_DIR (and DATABASE_URL) as `make run`, "
+        "or start Flarebot with `make run` once so that it sets this one up."
+    )
 
 
 def ensure_data_dir(data_dir: Path) -> None:

@@ -11,14 +11,19 @@ from collections.abc import Callable
 from django.conf import settings
 from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 
 from flarebot.core.errors import error_body
+from flarebot.core.hints import CREATE_OWNER_COMMAND
 from flarebot.core.installation import installation_get_verified
+from flarebot.core.models import Installation
 from flarebot.core.sessions import SessionState, owner_session_state, session_cookie_count
 
 Handler = Callable[[HttpRequest], HttpResponse]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 PUBLIC_PREFIXES = ("/status/", "/static/")
+# Reachable before an owner exists: the page itself answers 404 without the one-time token.
+SETUP_PATH = "/setup/"
 
 
 def is_api(request: HttpRequest) -> bool:
@@ -99,7 +104,11 @@ class OriginGuardMiddleware:
 
 
 class InstallationGuardMiddleware:
-    """Fail closed (503) when the installation row is missing or no longer matches its owner."""
+    """Fail closed (503) when the installation row is missing or no longer matches its owner.
+
+    Before an owner exists, pages explain how to create one (the setup link `make run`
+    printed, or the command), and only /setup/ goes on.
+    """
 
     def __init__(self, get_response: Handler) -> None:
         self.get_response = get_response
@@ -109,15 +118,24 @@ class InstallationGuardMiddleware:
             return self.get_response(request)
         installation = installation_get_verified()
         if installation is None:
-            return refusal(
-                request,
-                503,
-                "installation_unavailable",
-                "Flarebot has no valid owner installation. "
-                "Create the owner with: python manage.py createowner --username NAME",
-            )
+            return self._unavailable(request)
         request.flarebot_installation = installation  # type: ignore[attr-defined]
         return self.get_response(request)
+
+    def _unavailable(self, request: HttpRequest) -> HttpResponse:
+        broken = Installation.objects.exists()
+        if not broken and request.path == SETUP_PATH:
+            request.flarebot_installation = None  # type: ignore[attr-defined]
+            return self.get_response(request)
+        if is_api(request):
+            message = (
+                "Flarebot's installation no longer matches its owner."
+                if broken
+                else f"Flarebot has no owner yet. Open the setup link `make run` printed, or: {CREATE_OWNER_COMMAND}"
+            )
+            return refusal(request, 503, "installation_unavailable", message)
+        context = {"broken": broken, "command": CREATE_OWNER_COMMAND}
+        return render(request, "no_owner.html", context, status=503)
 
 
 class DuplicateSessionCookieMiddleware:

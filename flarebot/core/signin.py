@@ -35,7 +35,8 @@ def _account_key(username: str) -> str:
     return username.strip().casefold()[:150]
 
 
-def _client_key(address: str) -> str:
+def client_key(address: str) -> str:
+    """The throttle's key for a client: its address, or its /64 for IPv6."""
     try:
         parsed = ipaddress.ip_address(address)
     except ValueError:
@@ -74,7 +75,7 @@ def owner_signin(*, request: HttpRequest, installation: Installation, username: 
     A wrong password, an unknown account and another user's valid credentials all look
     the same to the caller, and all count as failures.
     """
-    client = _client_key(client_address(request))
+    client = client_key(client_address(request))
     if not signin_attempt_reserve(client=client, username=username):
         raise LimitReached("Too many failed sign-ins. Wait 15 minutes and try again.", code="signin_throttled")
     user = authenticate(request, username=username, password=password)

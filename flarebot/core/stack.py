@@ -71,7 +71,7 @@ def process_specs(
         for n in range(1, worker_processes + 1)
     ]  # fmt: skip
     return [
-        ProcessSpec("web", [python, "-m", "daphne", "-b", bind, "-p", str(port), "flarebot.asgi:application"]),
+        ProcessSpec("web", [python, "-m", "flarebot.web", "-b", bind, "-p", str(port), "flarebot.asgi:application"]),
         *workers,
         ProcessSpec("beat", [python, "-m", "celery", "-A", "flarebot", "beat", "-l", "INFO", "--pidfile="]),
     ]

@@ -7,7 +7,7 @@ from typing import Any
 
 import dj_database_url
 
-from flarebot.core.env import BASE_DIR, ensure_data_dir, load_config, server_secret
+from flarebot.core.env import BASE_DIR, SQLITE_FILE, ensure_data_dir, load_config, server_secret
 
 CONFIG = load_config()
 ensure_data_dir(CONFIG.data_dir)
@@ -87,7 +87,7 @@ def _database(url: str | None) -> dict[str, Any]:
     if url:
         database: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60))
     else:
-        database = {"ENGINE": "django.db.backends.sqlite3", "NAME": CONFIG.data_dir / "flarebot.sqlite3"}
+        database = {"ENGINE": "django.db.backends.sqlite3", "NAME": CONFIG.data_dir / SQLITE_FILE}
     if database["ENGINE"] == "django.db.backends.sqlite3":
         # WAL lets the web process read while a worker writes; IMMEDIATE transactions
         # take the write lock up front so concurrent writers wait (busy timeout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -107,20 +108,71 @@ def test_it_refuses_a_blank_username(db, monkeypatch):
     assert not get_user_model().objects.exists()
 
 
-def test_it_needs_the_password_from_the_environment_or_a_terminal(tmp_path):
+def manage(*args: str, data_dir, **extra: str) -> subprocess.CompletedProcess[str]:
+    """Run manage.py as the README's user does, on this data dir (SQLite), with no password set."""
     env = {key: value for key, value in os.environ.items() if key not in {"FLAREBOT_OWNER_PASSWORD", "DATABASE_URL"}}
-    env.update(DJANGO_SETTINGS_MODULE="flarebot.settings", FLAREBOT_DATA_DIR=str(tmp_path))
-
-    result = subprocess.run(
-        [sys.executable, "manage.py", "createowner", "--username", "alice"],
+    env.update(DJANGO_SETTINGS_MODULE="flarebot.settings", FLAREBOT_DATA_DIR=str(data_dir), **extra)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
         cwd=BASE_DIR,
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
+
+
+def test_it_needs_the_password_from_the_environment_or_a_terminal(tmp_path):
+    assert manage("migrate", "-v0", data_dir=tmp_path).returncode == 0
+
+    result = manage("createowner", "--username", "alice", data_dir=tmp_path)
 
     assert result.returncode == 1
     assert "Set FLAREBOT_OWNER_PASSWORD or run createowner in a terminal." in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_it_says_which_data_dir_it_used_and_creates_nothing_where_make_run_never_ran(tmp_path):
+    data_dir = tmp_path / "not-the-one-make-run-used"
+
+    result = manage("createowner", "--username", "alice", data_dir=data_dir, FLAREBOT_OWNER_PASSWORD=PASSWORD)
+
+    assert result.returncode == 1
+    assert f"No Flarebot installation was found in the data dir {data_dir}" in result.stderr
+    assert "FLAREBOT_DATA_DIR" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not data_dir.exists()  # no second data dir, no new secret
+
+
+def test_it_creates_nothing_in_a_data_dir_without_a_database(tmp_path):
+    (tmp_path / "logs").mkdir()
+
+    result = manage("createowner", "--username", "alice", data_dir=tmp_path, FLAREBOT_OWNER_PASSWORD=PASSWORD)
+
+    assert result.returncode == 1
+    assert f"No Flarebot installation was found in the data dir {tmp_path} (it has no database)" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["logs"]
+
+
+def test_it_refuses_a_database_without_flarebots_tables(tmp_path):
+    (tmp_path / "flarebot.sqlite3").write_bytes(b"")
+
+    result = manage("createowner", "--username", "alice", data_dir=tmp_path, FLAREBOT_OWNER_PASSWORD=PASSWORD)
+
+    assert result.returncode == 1
+    assert "its database has no Flarebot tables" in result.stderr
+    assert str(tmp_path) in result.stderr
+    assert "Traceback" not in result.stderr
+    with sqlite3.connect(tmp_path / "flarebot.sqlite3") as database:
+        assert database.execute("SELECT name FROM sqlite_master").fetchall() == []
+
+
+def test_it_says_where_it_created_the_owner(tmp_path):
+    assert manage("migrate", "-v0", data_dir=tmp_path).returncode == 0
+
+    result = manage("createowner", "--username", "alice", data_dir=tmp_path, FLAREBOT_OWNER_PASSWORD=PASSWORD)
+
+    assert result.returncode == 0, result.stderr
+    assert f"Owner 'alice' created in the data dir {tmp_path}" in result.stdout

@@ -33,15 +33,24 @@ def request(client: Client, method: str, path: str):
     return client.get(path)
 
 
-def assert_unavailable(response, path: str) -> None:
+def assert_unavailable(response, path: str, *, broken: bool = False) -> None:
     assert response.status_code == 503, response.content
     assert SECRET_NAME.encode() not in response.content
     assert not response.has_header("Location")
+    text = response.content.decode()
     if path.startswith("/api/"):
         body = response.json()
         assert body["error"]["code"] == "installation_unavailable"
         assert set(body["error"]) == {"code", "message"}
-    assert "createowner" in response.content.decode()
+    else:
+        # The styled page (the site's stylesheet), not plain text.
+        assert response["Content-Type"].startswith("text/html")
+        assert "/static/flarebot/base.css" in text
+    if broken:
+        assert "no longer matches its owner" in text
+        assert "createowner" not in text
+    else:
+        assert ".venv/bin/python manage.py createowner --username NAME" in text
     assert response["Cache-Control"] == "no-store"
 
 
@@ -82,7 +91,7 @@ def test_it_fails_closed_when_the_installation_no_longer_matches(owner, owner_cl
     assert owner_client.get("/api/conversations/").status_code == 200
     breakage(owner)
 
-    assert_unavailable(request(owner_client, method, path), path)
+    assert_unavailable(request(owner_client, method, path), path, broken=True)
     assert owner_client.get("/status/").status_code == 200
     assert list(Conversation.objects.values_list("name", flat=True)) == [SECRET_NAME]
 
@@ -91,8 +100,8 @@ def test_it_fails_closed_when_the_code_expects_another_schema_version(owner, own
     Conversation.objects.create(name=SECRET_NAME)
     settings.FLAREBOT_SCHEMA_VERSION = owner.schema_version + 1
 
-    assert_unavailable(owner_client.get("/api/conversations/"), "/api/conversations/")
-    assert_unavailable(owner_client.get("/"), "/")
+    assert_unavailable(owner_client.get("/api/conversations/"), "/api/conversations/", broken=True)
+    assert_unavailable(owner_client.get("/"), "/", broken=True)
 
 
 def test_it_serves_again_once_the_owner_is_restored(owner, owner_client):

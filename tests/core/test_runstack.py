@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -100,6 +102,104 @@ def test_it_runs_every_process_and_stops_them_all_on_ctrl_c(tmp_path):
     assert "celery@" not in output  # the banner is in the worker's log, not on the screen
     assert _wait(lambda: not (_children_of(process.pid) | {c for c in children if Path(f"/proc/{c}").exists()}), 10)
     assert not _status_ok(port)
+
+
+def _cookie(response: httpx.Response, name: str) -> str:
+    """A Secure cookie's value (httpx's jar keeps them from plain http, as curl does not)."""
+    for header in response.headers.get_list("set-cookie"):
+        key, _, rest = header.partition("=")
+        if key == name:
+            return rest.split(";", 1)[0]
+    raise AssertionError(f"no {name} cookie")
+
+
+def test_it_prints_a_one_time_setup_link_that_creates_the_owner_in_the_browser(tmp_path):
+    port = free_port()
+    process = _runstack(tmp_path, os.environ["REDIS_URL"], port)
+    seen: list[str] = []
+    reader = threading.Thread(target=lambda: seen.extend(iter(process.stdout.readline, "")), daemon=True)
+    reader.start()
+    base = f"http://127.0.0.1:{port}"
+    token_file = tmp_path / "data" / "setup_token"
+    try:
+        assert _wait(lambda: any(line.startswith("Open http") for line in seen), 90), "".join(seen)
+        links = [line.strip() for line in seen if "/setup/?token=" in line]
+        assert len(links) == 1, "".join(seen)
+        assert links[0].startswith(f"{base}/setup/?token=")
+        token = links[0].rpartition("=")[2]
+        assert len(token) == 22
+        assert token_file.read_text() == token
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert any(".venv/bin/python manage.py createowner --username NAME" in line for line in seen)
+
+        with httpx.Client(base_url=base, headers={"Origin": base}, timeout=10) as browser:
+            form = browser.get(f"/setup/?token={token}")
+            assert form.status_code == 200
+            csrf = form.text.split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
+            fields = {"csrfmiddlewaretoken": csrf, "token": token, "username": "alice"}
+            fields |= {
+                "password": "a-long-first-owner-passphrase-7",
+                "password_again": "a-long-first-owner-passphrase-7",
+            }
+            csrf_cookie = f"__Host-flarebot-csrf={_cookie(form, '__Host-flarebot-csrf')}"
+            created = browser.post("/setup/", data=fields, headers={"Cookie": csrf_cookie})
+            assert created.status_code == 302, created.text
+            session = f"__Host-flarebot-session={_cookie(created, '__Host-flarebot-session')}"
+            assert browser.get("/api/conversations/", headers={"Cookie": session}).status_code == 200
+            assert browser.get(f"/setup/?token={token}").status_code == 404
+        assert not token_file.exists()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    # The token was on the screen and in its file, nowhere else: no log holds it.
+    written = [path for path in (tmp_path / "data").rglob("*") if path.is_file()]
+    assert any(path.suffix == ".log" for path in written)
+    assert [path for path in written if token.encode() in path.read_bytes()] == []
+
+
+def test_it_forgets_the_setup_link_when_it_stops(tmp_path):
+    port = free_port()
+    process = _runstack(tmp_path, os.environ["REDIS_URL"], port)
+    seen: list[str] = []
+    reader = threading.Thread(target=lambda: seen.extend(iter(process.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        assert _wait(lambda: any(line.startswith("Open http") for line in seen), 90), "".join(seen)
+        assert (tmp_path / "data" / "setup_token").exists()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+    assert not (tmp_path / "data" / "setup_token").exists()
+
+
+def test_it_says_the_port_is_taken_and_starts_nothing(tmp_path):
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "flarebot.settings",
+            "FLAREBOT_DATA_DIR": str(tmp_path / "data"),
+            "FLAREBOT_PORT": str(port),
+        }
+        env.pop("DATABASE_URL", None)
+        result = subprocess.run(
+            [sys.executable, "manage.py", "runstack"], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=60
+        )
+
+    assert result.returncode == 1
+    said = result.stderr + result.stdout
+    assert f"Port {port} on 127.0.0.1 is already in use" in said
+    assert f"FLAREBOT_PORT={port + 1} make run" in said
+    assert not [line for line in said.splitlines() if line.endswith(" ready")]
+    assert "Traceback" not in said
+    assert list((tmp_path / "data" / "logs").glob("*.log")) == []  # no process was started
 
 
 def test_it_stops_with_a_clear_message_when_the_redis_url_set_answers_not(tmp_path):

@@ -132,4 +132,4 @@ def test_it_shows_the_shell_rows_with_the_fix_the_worker_gave(owner_client):
     }
     assert "dockerd --bridge=none" in found["docker"]["fix"]
     assert found["sandbox_image"]["label"] == "Sandbox image (shell)"
-    assert "python manage.py build_sandbox_image" in found["sandbox_image"]["fix"]
+    assert ".venv/bin/python manage.py build_sandbox_image" in found["sandbox_image"]["fix"]

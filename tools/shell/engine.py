@@ -18,6 +18,7 @@ import docker
 from docker.errors import DockerException, ImageNotFound
 from requests.exceptions import RequestException
 
+from flarebot.core.hints import BUILD_SANDBOX_IMAGE_COMMAND
 from flarebot.core.probes import ProbeResult
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ START_ENGINE = (
     "Start a Docker engine for the shell (as root: `dockerd --bridge=none --iptables=false "
     "--ip6tables=false`, or `systemctl start docker`), or point DOCKER_HOST at one; then restart the worker."
 )
-BUILD_IMAGE = f"Build the sandbox image: `python manage.py build_sandbox_image` (makes {SANDBOX_IMAGE})."
+BUILD_IMAGE = f"Build the sandbox image: `{BUILD_SANDBOX_IMAGE_COMMAND}` (makes {SANDBOX_IMAGE})."
 
 _client: docker.DockerClient | None = None
 _client_lock = threading.Lock()

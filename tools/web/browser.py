@@ -32,6 +32,7 @@ from django.conf import settings
 from playwright.async_api import Browser, BrowserContext, Playwright, ProxySettings, async_playwright
 
 from flarebot.core.database import db
+from flarebot.core.hints import PLAYWRIGHT_INSTALL_COMMAND
 from flarebot.core.probes import ProbeResult
 from tools.network.proxy import PolicyProxy
 from tools.web.leases import (
@@ -50,7 +51,7 @@ WATCH_INTERVAL = 0.5
 DEBIAN_CHROMIUM = "/usr/bin/chromium"
 INSTALL_HINT = (
     "No Chromium was found for browser_read. Install one (`apt-get install chromium` on Debian, or "
-    "`python -m playwright install chromium`), or point FLAREBOT_CHROMIUM at it, then restart the worker."
+    f"`{PLAYWRIGHT_INSTALL_COMMAND}`), or point FLAREBOT_CHROMIUM at it, then restart the worker."
 )
 LAUNCH_ARGS = [
     "--disable-background-networking",

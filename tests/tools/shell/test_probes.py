@@ -56,7 +56,7 @@ def test_it_says_how_to_build_a_missing_image(monkeypatch):
 
     assert image["state"] == "missing"
     assert image["detail"] == "The engine has no flarebot-sandbox:never-built image."
-    assert "python manage.py build_sandbox_image" in image["fix"]
+    assert ".venv/bin/python manage.py build_sandbox_image" in image["fix"]
 
 
 def test_it_names_where_the_engine_is_expected_without_a_user_part(monkeypatch):

@@ -262,7 +262,7 @@ async def test_it_says_how_to_build_a_missing_image(monkeypatch):
 
     assert problem is not None
     assert "no flarebot-sandbox:never-built image" in problem
-    assert "python manage.py build_sandbox_image" in problem
+    assert ".venv/bin/python manage.py build_sandbox_image" in problem
     monkeypatch.undo()
     assert engine_module.engine_problem(fresh=True) is None
 
@@ -278,6 +278,6 @@ async def test_it_fails_with_the_fix_when_the_image_went_away_after_the_check(mo
         await shell(tool_context(), {"command": "echo hi"})
 
     assert "no flarebot-sandbox:never-built image" in failed.value.message
-    assert "python manage.py build_sandbox_image" in failed.value.message
+    assert ".venv/bin/python manage.py build_sandbox_image" in failed.value.message
     assert await leases() == []
     assert our_containers(engine) == []
