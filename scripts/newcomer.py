@@ -19,6 +19,7 @@ nothing of it reaches the clone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -196,39 +197,56 @@ def streamed_turn(base: str, session: str) -> list[str]:
     raise NewcomerFailed("the turn did not complete within 90 s")
 
 
-def session_processes(session_id: int) -> dict[int, str]:
-    """Every live process of the session `make run` was started in, with its command line."""
-    found = {}
+def _process_table() -> dict[int, tuple[int, int, str]]:
+    """Every live process: pid -> (parent pid, session id, command line)."""
+    table = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if os.getsid(int(entry.name)) != session_id:
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, ProcessLookupError):
+        except OSError:
             continue
-        if state != "Z":
-            found[int(entry.name)] = command
-    return found
+        if fields[0] != "Z":
+            table[int(entry.name)] = (int(fields[1]), int(fields[3]), command)
+    return table
+
+
+def flarebot_processes(root: int, known: set[int] | None = None) -> dict[int, str]:
+    """`make run` and everything it started: its descendants, whatever session each made for itself.
+
+    `known` (pids seen earlier) keeps finding processes after their parent died and they
+    were handed to init; so does the session of each (what a child of theirs inherits).
+    """
+    table = _process_table()
+    found = {root} | (known or set())
+    while True:
+        more = {pid for pid, (parent, _, _) in table.items() if parent in found} - found
+        if not more:
+            break
+        found |= more
+    sessions = {table[pid][1] for pid in found if pid in table}
+    found |= {pid for pid, (_, session, _) in table.items() if session in sessions}
+    return {pid: table[pid][2] for pid in found if pid in table}
 
 
 def stop_like_ctrl_c(process: subprocess.Popen[str]) -> None:
     """SIGINT to the foreground group, as a terminal's Ctrl-C; every process must be gone in 10 s."""
-    before = session_processes(process.pid)
+    before = flarebot_processes(process.pid)
     os.killpg(process.pid, signal.SIGINT)
     deadline = time.monotonic() + STOP_TIMEOUT
-    while time.monotonic() < deadline and session_processes(process.pid):
+    while time.monotonic() < deadline and flarebot_processes(process.pid, set(before)):
         time.sleep(0.1)
-    left = session_processes(process.pid)
+    left = flarebot_processes(process.pid, set(before))
     if left:
         raise NewcomerFailed(
             f"{len(left)} of {len(before)} processes still ran {STOP_TIMEOUT:g} s after Ctrl-C: "
             + "; ".join(f"{pid} {command[:100]}" for pid, command in left.items())
         )
     process.wait(timeout=5)
-    print(f"newcomer: Ctrl-C stopped all {len(before)} processes; `make run` exited {process.returncode}")
+    names = sorted({command.split(" -m ")[-1].split()[0] for command in before.values() if " -m " in command})
+    print(f"newcomer: Ctrl-C stopped all {len(before)} processes ({', '.join(names)}) within {STOP_TIMEOUT:g} s")
 
 
 def report_failure(error: Exception, screen: Screen | None, checkout: Path | None) -> None:
@@ -291,8 +309,9 @@ def main() -> int:
     finally:
         if run is not None and run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
-        for pid in session_processes(run.pid) if run is not None else {}:
-            os.kill(pid, signal.SIGKILL)
+        for pid in flarebot_processes(run.pid) if run is not None else {}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         model.stop()
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
