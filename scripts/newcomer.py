@@ -19,6 +19,7 @@ nothing of it reaches the clone.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -77,9 +78,13 @@ def step(name: str, started: float) -> None:
     print(f"newcomer: {name} ({time.monotonic() - started:.1f} s)", flush=True)
 
 
-def clone(into: Path) -> Path:
+def clone(into: Path, revision: str) -> Path:
     commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=BASE_DIR, check=True, capture_output=True, text=True
+        ["git", "rev-parse", "--verify", f"{revision}^{{commit}}"],
+        cwd=BASE_DIR,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     target = into / "flarebot"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(BASE_DIR), str(target)], check=True)
@@ -262,6 +267,9 @@ def report_failure(error: Exception, screen: Screen | None, checkout: Path | Non
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description="Take the newcomer's path through a fresh clone.")
+    parser.add_argument("--commit", default="HEAD", help="the commit to clone (default: HEAD)")
+    revision = parser.parse_args().commit
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="flarebot-newcomer-"))
     model = FakeProviders(port=free_port()).start()
@@ -270,7 +278,7 @@ def main() -> int:
     screen: Screen | None = None
     checkout: Path | None = None
     try:
-        checkout = clone(scratch)
+        checkout = clone(scratch, revision)
         port = free_port()
         env = newcomer_env(model.local_url, port)
         base = f"http://127.0.0.1:{port}"

@@ -21,11 +21,12 @@ step "ruff format" $PY -m ruff format --check .
 step "mypy" $PY -m mypy .
 # The whole suite on SQLite (what `make run` uses). On PostgreSQL again all but the tests
 # whose subject the database does not touch: the pages in Chromium (their server side is
-# tested through the API on both), the first start on a bare machine and `runstack` (each
-# makes a SQLite database of its own), the sandbox container's own hardening and image,
+# tested through the API on both), the first start on a bare machine, `runstack` and the
+# requirements-only venv (each makes a SQLite database of its own), the sandbox container's
+# own hardening and image,
 # its endless output, a Docker engine that stops answering, a zone's minute boundaries
 # (beat's other live tests hold its database schedule on both) and the doorbell's quiet spell.
-ONCE=(tests/e2e tests/core/test_first_run.py tests/core/test_runstack.py
+ONCE=(tests/e2e tests/core/test_first_run.py tests/core/test_runstack.py tests/core/test_requirements.py
       tests/tools/shell/test_hardening.py tests/tools/shell/test_image.py)
 ONCE_TESTS=(
   tests/tools/shell/test_tool.py::test_it_stops_endless_output_at_the_cap

@@ -130,8 +130,9 @@ def _setup_page(
     request: HttpRequest, form: SetupForm, *, token: str, error: str = "", status: int = 200
 ) -> HttpResponse:
     response = render(request, "setup.html", {"form": form, "token": token, "error": error}, status=status)
-    # The page's own URL holds the token: no request it makes may carry it away.
-    response["Referrer-Policy"] = "no-referrer"
+    # The page's own URL holds the token: requests it makes name only the origin (a form post
+    # still carries the Origin header, which "no-referrer" would make null).
+    response["Referrer-Policy"] = "strict-origin"
     return response
 
 

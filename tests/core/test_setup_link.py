@@ -45,7 +45,7 @@ def test_it_shows_the_form_for_the_exact_token(anonymous_client, token):
     text = response.content.decode()
     assert 'name="username"' in text
     assert 'name="password_again"' in text
-    assert response["Referrer-Policy"] == "no-referrer"
+    assert response["Referrer-Policy"] == "strict-origin"
     assert response["Cache-Control"] == "no-store"
 
 
