@@ -359,8 +359,13 @@ def turns_lease_over(*, turn_ids: Sequence[uuid.UUID], now: datetime) -> set[uui
 def turn_lease_set(*, turn_id: uuid.UUID, lease_token: str, expires_at: datetime | None) -> bool:
     """Move the end of a lease this attempt holds (None releases it now); False if it no longer holds it."""
     t = Turn
-    held = turn_lease_held_sql(turn_id="%s", lease_token="%s", running="%s")
-    sql = f"UPDATE {table(t)} SET {column(t, 'lease_expires_at')} = %s WHERE {held}"  # noqa: S608
+    # The condition names the updated row itself. (`turn_lease_held_sql` is an EXISTS over
+    # another row: as this statement's whole condition it would hold for every row of the
+    # table and move every turn's lease.)
+    sql = (
+        f"UPDATE {table(t)} SET {column(t, 'lease_expires_at')} = %s"  # noqa: S608
+        f" WHERE {column(t, 'id')} = %s AND {column(t, 'lease_token')} = %s AND {column(t, 'status')} = %s"
+    )
     params = [to_db(t, "lease_expires_at", expires_at), to_db(t, "id", turn_id), lease_token, TurnStatus.RUNNING.value]
     with transaction.get_connection().cursor() as cursor:
         cursor.execute(sql, params)
@@ -402,7 +407,9 @@ def turn_lease_held_sql(*, turn_id: str, lease_token: str, running: str) -> str:
     """An SQL condition: the turn (id `turn_id`) is running under this lease.
 
     The arguments are SQL expressions (placeholders or columns) of the composing statement;
-    a streamed window is stored only where this holds.
+    a streamed window is stored only where this holds. It is a condition on another row
+    (the turn), for statements whose own condition names the row they write (a message by
+    its id): on its own it would hold for every row of the table.
     """
     t = Turn
     return (

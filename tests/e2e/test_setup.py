@@ -49,4 +49,5 @@ def test_a_newcomer_opens_the_link_creates_the_owner_and_lands_in_chat(page: Pag
     assert Installation.objects.get().owner_username == "alice"
 
     response = page.goto(f"/setup/?token={setup_token}")
-    assert response is not None and response.status == 404
+    assert response is not None
+    assert response.status == 404
