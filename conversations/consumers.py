@@ -269,7 +269,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         elif frame["type"] == "cancel_agent":
             await _cancel_all(key, conversation_id)
         elif frame["type"] == "critical_point_response":
-            reply = browser_tasks.Reply(frame["critical_point_id"], response=frame["response"])
+            reply = browser_tasks.Reply(
+                frame["critical_point_id"], response=frame["response"], approve=frame.get("approve")
+            )
             await _answer(key, conversation_id, reply)
         elif frame["type"] == "email_consent_response":
             reply = browser_tasks.Reply(frame["critical_point_id"], consent=frame["consent"])

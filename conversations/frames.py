@@ -27,10 +27,11 @@ class CancelAgentFrame(TypedDict):
     type: Literal["cancel_agent"]
 
 
-class CriticalPointResponseFrame(TypedDict):
+class CriticalPointResponseFrame(TypedDict, total=False):
     type: Literal["critical_point_response"]
     critical_point_id: str
     response: str
+    approve: bool  # optional: the owner's Approve (true) or Deny (false) of a held action
 
 
 class EmailConsentResponseFrame(TypedDict):
@@ -75,6 +76,10 @@ _FIELDS: dict[str, dict[str, type]] = {
     "browser_task_dismiss": {"proposal_id": str},
     "browser_input": {"task_id": str, "critical_point_id": str, "input": dict},
 }
+# Fields a frame may leave out (additions to the contract: older clients do not send them).
+_OPTIONAL: dict[str, dict[str, type]] = {
+    "critical_point_response": {"approve": bool},
+}
 
 
 def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> ClientFrame:
@@ -92,14 +97,15 @@ def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> Clien
     kind = frame.get("type")
     if not isinstance(kind, str) or kind not in _FIELDS:
         raise InvalidInput("Unknown frame type.", code="unknown_frame_type")
-    expected = _FIELDS[kind]
-    extra = sorted(set(frame) - set(expected) - {"type"})
+    expected, optional = _FIELDS[kind], _OPTIONAL.get(kind, {})
+    extra = sorted(set(frame) - set(expected) - set(optional) - {"type"})
     if extra:
         raise InvalidInput(f"Unexpected field: {extra[0][:40]}.", code="invalid_frame")
-    for name, kind_of in expected.items():
+    for name in expected:
         if name not in frame:
             raise InvalidInput(f"Missing field: {name}.", code="invalid_frame")
-        if not isinstance(frame[name], kind_of):
+    for name, kind_of in {**expected, **optional}.items():
+        if name in frame and not isinstance(frame[name], kind_of):
             raise InvalidInput(f"Field {name} has the wrong type.", code="invalid_frame")
     if kind == "user_message":
         _require_uuid(frame["request_id"], "request_id")

@@ -317,9 +317,11 @@ class CriticalPointState(models.TextChoices):
 class CriticalPoint(BaseModel):
     """A question a paused browser task put to the owner, and the owner's answer.
 
-    `action` is the held action as the owner may see it (tool, element, a description;
-    never typed text); `action_digest` identifies the exact action, typed text included,
-    so that only exactly that action can be authorised by the answer.
+    `action` is the held action as the owner may see it (tool, element, a description, and
+    for a network hold the requests it tried: method, host, path, field names; never typed
+    text or field values); `action_digest` identifies the exact action, typed text included,
+    so that only exactly that action can be authorised by the answer. An email consent may
+    be bound to one action the same way.
     """
 
     task = models.ForeignKey(BrowserTask, on_delete=models.CASCADE, related_name="critical_points", db_index=False)
@@ -330,6 +332,9 @@ class CriticalPoint(BaseModel):
     state = models.CharField(max_length=16, choices=CriticalPointState.choices, default=CriticalPointState.OPEN)
     response = models.TextField(blank=True, default="")  # the owner's exact text (question, confirm, sign_in)
     consent = models.BooleanField(null=True, blank=True)  # email_consent
+    # confirm: the owner's explicit Approve (True) or Deny (False); None when they only wrote.
+    # Only True authorises the held action; the words never do.
+    approved = models.BooleanField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

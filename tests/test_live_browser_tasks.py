@@ -56,18 +56,30 @@ def propose_in_chat(socket: LiveSocket, fake_providers: FakeProviders, web: Fixt
     return str(proposed[0]["data"]["proposal_id"])
 
 
-def reply(socket: LiveSocket, point: dict[str, Any], text: str) -> None:
-    socket.send({"type": "critical_point_response", "critical_point_id": point["critical_point_id"], "response": text})
+def reply(socket: LiveSocket, point: dict[str, Any], text: str, *, approve: bool | None = None) -> None:
+    frame = {"type": "critical_point_response", "critical_point_id": point["critical_point_id"], "response": text}
+    if approve is not None:
+        frame["approve"] = approve
+    socket.send(frame)
 
 
 def pause_before_place_order(socket: LiveSocket, fake_providers: FakeProviders, proposal_id: str) -> dict[str, Any]:
-    fake_providers.script(step("click", element=1), step("click", element=2), step("click", element=1))
+    """Start the shop task: "Add to cart" sends a POST, held and approved; then "Place order" is held."""
+    fake_providers.script(step("click", element=1))
     socket.send({"type": "browser_task_confirm", "proposal_id": proposal_id})
     event_of(socket, "browser_task.started")
+    added = event_of(socket, "critical_point.opened")["data"]
+    assert [r["path"] for r in added["action"]["requests"]] == ["/shop/cart/add"]
+    fake_providers.script(
+        step("click", element=1, critical_point_id=added["critical_point_id"]),
+        step("click", element=2),
+        step("click", element=1),
+    )
+    reply(socket, added, "Approved.", approve=True)
     return event_of(socket, "critical_point.opened")["data"]
 
 
-def test_a_confirmed_task_pauses_before_place_order_and_the_exact_reply_places_it_once(
+def test_a_confirmed_task_pauses_before_place_order_and_only_an_approval_places_it_once(
     live_owner: OwnerClient, anthropic_key: None, fake_providers: FakeProviders, web: FixtureWeb
 ) -> None:
     conversation_id = live_owner.create_conversation("Kettle")
@@ -82,7 +94,7 @@ def test_a_confirmed_task_pauses_before_place_order_and_the_exact_reply_places_i
             step("click", element=1, critical_point_id=point["critical_point_id"]),
             step("finish", outcome="completed", summary="The page confirmed order A-1001."),
         )
-        reply(socket, point, "Yes")
+        reply(socket, point, "Yes", approve=True)
         resolved = event_of(socket, "critical_point.resolved")
         finished = event_of(socket, "browser_task.finished")
         socket.read_until_event(("turn.completed",), timeout=TASK_SECONDS)
@@ -104,8 +116,9 @@ def test_a_confirmed_task_pauses_before_place_order_and_the_exact_reply_places_i
         replayed = event_frames(again.received)
     assert replayed == live
     kinds = [f["event"] for f in replayed]
-    for kind in ("browser_task.proposed", "browser_task.started", "critical_point.opened", "browser_task.finished"):
+    for kind in ("browser_task.proposed", "browser_task.started", "browser_task.finished"):
         assert kinds.count(kind) == 1
+    assert kinds.count("critical_point.opened") == 2  # the cart's POST, then the order
 
 
 def restart_everything(live: LiveStack) -> None:
@@ -137,7 +150,7 @@ def test_a_pause_survives_a_full_restart_and_resumes_from_the_checkpoint_asking_
     assert BrowserLease.objects.get(id=kept).state == "closed"  # the kept context went with its worker
     fake_providers.script(step("click", element=1, critical_point_id=point["critical_point_id"]))
     with live_owner.socket(conversation_id, last_sequence=last) as socket:
-        reply(socket, point, "Yes")
+        reply(socket, point, "Yes", approve=True)
         event_of(socket, "critical_point.resolved")
         again = event_of(socket, "critical_point.opened")["data"]
         assert web.orders == []
@@ -145,7 +158,7 @@ def test_a_pause_survives_a_full_restart_and_resumes_from_the_checkpoint_asking_
             step("click", element=1, critical_point_id=again["critical_point_id"]),
             step("finish", outcome="completed", summary="Order A-1001 confirmed."),
         )
-        reply(socket, again, "Yes")
+        reply(socket, again, "Yes", approve=True)
         event_of(socket, "browser_task.finished")
 
     assert again["critical_point_id"] != point["critical_point_id"]
@@ -186,13 +199,13 @@ def test_a_reply_handled_by_another_worker_restores_only_after_the_old_context_c
         stack = second_worker(live_stack)
         try:
             fake_providers.script(step("click", element=1, critical_point_id=point["critical_point_id"]))
-            reply(socket, point, "Yes")
+            reply(socket, point, "Yes", approve=True)
             again = event_of(socket, "critical_point.opened")["data"]
             fake_providers.script(
                 step("click", element=1, critical_point_id=again["critical_point_id"]),
                 step("finish", outcome="completed", summary="Order A-1001 confirmed."),
             )
-            reply(socket, again, "Yes")
+            reply(socket, again, "Yes", approve=True)
             event_of(socket, "browser_task.finished")
         finally:
             stack.stop()

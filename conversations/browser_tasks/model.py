@@ -30,7 +30,7 @@ _ELEMENT = {
 _CRITICAL_POINT = {
     "type": "string",
     "maxLength": 64,
-    "description": "Only when repeating an action the owner's reply allowed: that reply's critical_point_id.",
+    "description": "Only when repeating an action the owner approved: that answer's critical_point_id.",
 }
 
 
@@ -42,7 +42,10 @@ TOOLS: list[ToolDefinition] = [
     ToolDefinition(
         "go_to",
         "Open a URL in the browser.",
-        _schema({"url": {"type": "string", "minLength": 1, "maxLength": 2048}}, ["url"]),
+        _schema(
+            {"url": {"type": "string", "minLength": 1, "maxLength": 2048}, "critical_point_id": _CRITICAL_POINT},
+            ["url"],
+        ),
     ),
     ToolDefinition(
         "click",
@@ -76,12 +79,18 @@ TOOLS: list[ToolDefinition] = [
     ToolDefinition(
         "scroll",
         "Scroll the page up or down.",
-        _schema({"direction": {"type": "string", "enum": ["up", "down"]}}, ["direction"]),
+        _schema(
+            {"direction": {"type": "string", "enum": ["up", "down"]}, "critical_point_id": _CRITICAL_POINT},
+            ["direction"],
+        ),
     ),
     ToolDefinition(
         "wait",
         "Wait a few seconds for the page to change.",
-        _schema({"seconds": {"type": "integer", "minimum": 1, "maximum": 10}}, ["seconds"]),
+        _schema(
+            {"seconds": {"type": "integer", "minimum": 1, "maximum": 10}, "critical_point_id": _CRITICAL_POINT},
+            ["seconds"],
+        ),
     ),
     ToolDefinition(
         "ask_owner",
@@ -95,8 +104,9 @@ TOOLS: list[ToolDefinition] = [
     ),
     ToolDefinition(
         "request_email_consent",
-        "Pause and ask the owner for consent before sending an email or message on their behalf.",
-        _schema({"question": {"type": "string", "minLength": 1, "maxLength": 1000}}, ["question"]),
+        "Pause and ask the owner for consent before sending an email or message on their behalf. Name the element "
+        "that sends it (once the message is written): the consent then allows exactly that one click.",
+        _schema({"question": {"type": "string", "minLength": 1, "maxLength": 1000}, "element": _ELEMENT}, ["question"]),
     ),
     ToolDefinition(
         "finish",

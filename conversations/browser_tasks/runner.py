@@ -57,7 +57,8 @@ from conversations.providers.base import ModelRequest, StreamEvent, ToolCall
 from conversations.providers.catalog import adapter_for
 from conversations.providers.errors import ProviderError
 from flarebot.core.database import db
-from tools.browser_tasks.critical import critical_point_of
+from tools.browser_tasks.critical import critical_point_of, go_to_critical
+from tools.browser_tasks.guard import SentRequest
 from tools.browser_tasks.kept import kept_sessions
 from tools.browser_tasks.page import Element, Observation, observation_text
 from tools.browser_tasks.session import (
@@ -79,7 +80,6 @@ NUDGES_MAX = 3  # answers in a row without a tool call before the task fails
 OLD_CONTEXT_WAIT = 20.0  # how long a restore waits for the old context's close to be confirmed
 RETRY_LATER = timedelta(seconds=15)
 CONTEXT_LEASE_RENEW = 30.0
-SENDING_REASONS = ("submits a form", "reads as sending")
 _VALIDATORS = {name: Draft202012Validator(schema) for name, schema in SCHEMAS.items()}
 # Runs started here by a wake request, kept referenced until they end.
 _woken: set[asyncio.Task[None]] = set()
@@ -221,6 +221,7 @@ class TaskRun:
         live_view.live_view_stop(self.task_id)
         kept = kept_sessions().take(self.task_id, self.claim.context_lease_id)
         if kept is not None:
+            kept.guard.rest()  # the owner's sign-in, if any, is over: the task acts again
             self.session = kept
             return True
         old = self.claim.context_lease_id
@@ -299,6 +300,10 @@ class TaskRun:
             await self.end(BrowserTaskStatus.FAILED, f"The task was stopped after {minutes} minutes of running.")
             return True
         observation = await self._observe()
+        self.notes += [
+            f"While no action ran, the page tried to send {sent.described()}; it was refused."
+            for sent in self.session.guard.outside_taken()
+        ]
         page = observation_text(observation) if observation is not None else "The page could not be read."
         request = step_request(
             goal=self.claim.goal,
@@ -390,33 +395,47 @@ class TaskRun:
         if call.name == "request_sign_in":
             return await self.pause(step, Pause(CriticalPointKind.SIGN_IN, data["reason"]))
         if call.name == "request_email_consent":
-            return await self.pause(step, Pause(CriticalPointKind.EMAIL_CONSENT, data["question"]))
+            return await self.ask_consent(step, data, observation)
         element: Element | None = None
+        reason: str | None = None
         if call.name in ("click", "type", "select"):
             element = observation.element(data["element"]) if observation is not None else None
             if element is None:
                 return await self._refuse(step, f"There is no element {data['element']} on the current page.")
-            assert observation is not None
             reason = critical_point_of(call.name, element.as_dict())
-            if reason is not None:
-                digest = action_digest(name=call.name, data=data, element=element.as_dict(), url=observation.url)
-                if not self._authorized(authorization, data.get("critical_point_id"), digest, call.name, reason):
-                    return await self.hold(step, observation, element, reason, digest)
-        return await self.perform(step, observation)
+        elif call.name == "go_to":
+            reason = go_to_critical(data["url"])
+        page_url = observation.url if observation is not None else self.url
+        digest = action_digest(
+            name=call.name, data=data, element=element.as_dict() if element is not None else {}, url=page_url
+        )
+        grant = self._granted(authorization, data.get("critical_point_id"), digest)
+        if reason is not None and grant is None:
+            return await self.hold(step, observation, element, reason, digest)
+        return await self.perform(step, observation, grant=grant, digest=digest)
 
-    def _authorized(
-        self, authorization: dict[str, Any] | None, given: Any, digest: str, name: str, reason: str
-    ) -> bool:
-        """Whether the owner's last answer allows exactly this critical action, in this context, now."""
+    async def ask_consent(self, step: dict[str, Any], data: dict[str, Any], observation: Observation | None) -> bool:
+        """Ask for consent to send; bound to one click when the model names the control that sends."""
+        number = data.get("element")
+        if number is None:
+            return await self.pause(step, Pause(CriticalPointKind.EMAIL_CONSENT, data["question"]))
+        element = observation.element(number) if observation is not None else None
+        if element is None or observation is None:
+            return await self._refuse(step, f"There is no element {number} on the current page.")
+        click = {"element": number}
+        digest = action_digest(name="click", data=click, element=element.as_dict(), url=observation.url)
+        action = {"name": "click", "element": number, "description": describe("click", click, observation)}
+        return await self.pause(step, Pause(CriticalPointKind.EMAIL_CONSENT, data["question"], action, digest))
+
+    def _granted(self, authorization: dict[str, Any] | None, given: Any, digest: str) -> dict[str, Any] | None:
+        """The owner's grant for exactly this action, in this context, now; None when there is none."""
         if authorization is None or self.session is None or not isinstance(given, str):
-            return False
+            return None
         if authorization.get("critical_point_id") != given.lower():
-            return False
+            return None
         if authorization.get("lease_id") != str(self.session.lease_id):
-            return False  # given in another context: a restore asks again
-        if authorization.get("digest"):
-            return bool(authorization["digest"] == digest)
-        return name == "click" and reason in SENDING_REASONS  # an email consent: one sending click
+            return None  # given in another context: a restore asks again
+        return authorization if authorization.get("digest") == digest else None
 
     async def _refuse(self, step: dict[str, Any], message: str) -> bool:
         step["result"] = {"ok": False, "error": "refused", "message": message}
@@ -425,7 +444,14 @@ class TaskRun:
         await self.record()
         return False
 
-    async def perform(self, step: dict[str, Any], observation: Observation | None) -> bool:
+    async def perform(
+        self,
+        step: dict[str, Any],
+        observation: Observation | None,
+        *,
+        grant: dict[str, Any] | None = None,
+        digest: str = "",
+    ) -> bool:
         assert self.session is not None
         description = describe(step["name"], step["input"], observation)
         self.steps.append(step)
@@ -434,23 +460,41 @@ class TaskRun:
         await self.record(card=description)
         if self.cancelled.is_set():
             raise Stopped
-        action = asyncio.ensure_future(self._do(step["name"], step["input"]))
-        cancel_wait = asyncio.ensure_future(self.cancelled.wait())
+        guard = self.session.guard
+        guard.act(
+            page_url=observation.url if observation is not None else self.url,
+            allowed=(grant or {}).get("requests", ()),
+            allow_site=bool((grant or {}).get("by_name")),
+        )
         try:
-            await asyncio.wait({action, cancel_wait}, timeout=ACTION_TIMEOUT + 5, return_when=asyncio.FIRST_COMPLETED)
+            action = asyncio.ensure_future(self._do(step["name"], step["input"]))
+            cancel_wait = asyncio.ensure_future(self.cancelled.wait())
+            try:
+                await asyncio.wait(
+                    {action, cancel_wait}, timeout=ACTION_TIMEOUT + 5, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                cancel_wait.cancel()
+            if not action.done():
+                action.cancel()
+                with suppress(BaseException):
+                    await action
         finally:
-            cancel_wait.cancel()
-        if not action.done():
-            action.cancel()
-            with suppress(BaseException):
-                await action
+            effects = guard.rest()
         result = self._result_of(action)
+        if effects.refused:
+            result["refused"] = [sent.described() for sent in effects.refused]
+            result["refused_note"] = "Requests that change state on other sites are never sent while a task acts."
         with suppress(Exception):
             self.url = self.session.page.url
+        if self.cancelled.is_set():
+            step["result"] = result
+            await self.record()
+            raise Stopped
+        if effects.held:
+            return await self.hold_sent(step, observation, effects.held, digest)
         step["result"] = result
         await self.record()
-        if self.cancelled.is_set():
-            raise Stopped
         return False
 
     def _result_of(self, action: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
@@ -490,23 +534,47 @@ class TaskRun:
         return {"ok": True}
 
     async def hold(
-        self, step: dict[str, Any], observation: Observation, element: Element, reason: str, digest: str
+        self, step: dict[str, Any], observation: Observation | None, element: Element | None, reason: str, digest: str
     ) -> bool:
-        """Pause before a critical action, holding exactly it for the owner's answer."""
+        """Pause before an action that is critical by its name, holding exactly it for the owner's decision."""
         description = describe(step["name"], step["input"], observation)
-        question = (
-            f"{description} {reason}. Should Flarebot go ahead? Answer in your own words; it acts only on "
-            "exactly this action."
-        )
-        action = {"name": step["name"], "element": element.number, "description": description}
+        question = f"{description} {reason}. Approve to let Flarebot do exactly this, once; Deny to stop it."
+        action: dict[str, Any] = {"name": step["name"], "description": description}
+        if element is not None:
+            action["element"] = element.number
         return await self.pause(step, Pause(CriticalPointKind.CONFIRM, question, action, digest))
 
-    async def pause(self, step: dict[str, Any], pause: Pause) -> bool:
-        """Persist the checkpoint and the question, keep the context here, and let the worker slot go."""
+    async def hold_sent(
+        self, step: dict[str, Any], observation: Observation | None, held: list[SentRequest], digest: str
+    ) -> bool:
+        """Pause after an action whose state-changing requests were held, asking about exactly them."""
+        description = describe(step["name"], step["input"], observation)
+        sent = "; ".join(request.described() for request in held)
+        question = (
+            f"{description} tried to send: {sent}. Nothing was sent. Approve to let exactly this through when "
+            "Flarebot repeats the action, once; Deny to stop it."
+        )
+        action = {
+            "name": step["name"],
+            "description": description,
+            "requests": [request.as_dict() for request in held],
+        }
+        if step["name"] in ("click", "type", "select"):
+            action["element"] = step["input"]["element"]
+        return await self.pause(step, Pause(CriticalPointKind.CONFIRM, question, action, digest), recorded=True)
+
+    async def pause(self, step: dict[str, Any], pause: Pause, *, recorded: bool = False) -> bool:
+        """Persist the checkpoint and the question, keep the context here, and let the worker slot go.
+
+        `recorded`: the step is among the steps already (an action performed, whose
+        requests were held); its result is the owner's answer.
+        """
         assert self.session is not None
         point_id = uuid.uuid4()
         step["critical_point_id"] = str(point_id)
-        self.steps.append(step)
+        step["result"] = None
+        if not recorded:
+            self.steps.append(step)
         session = self.session
         storage: dict[str, Any] | None
         try:
@@ -525,5 +593,6 @@ class TaskRun:
         self.session = None  # kept for the answer; no longer this attempt's
         await kept_sessions().keep(session, on_wake=waker(self.task_id, self.cancels))
         if pause.kind == CriticalPointKind.SIGN_IN:
+            session.guard.owner_acts()  # the owner's own sign-in sends what it sends
             live_view.live_view_start(session, conversation_id=self.claim.conversation_id, critical_point_id=point_id)
         return True

@@ -10,7 +10,9 @@ rules of the contract live here:
   command: the goal, start URL and restrictions exactly as proposed.
 - An answer names the task's open critical point; a stale or unknown id, a reply of the
   wrong kind, or anything but the exact `continue` for a sign-in is refused and authorises
-  nothing. A stored answer is acknowledged (`critical_point.resolved`) before the task
+  nothing. A held action is authorised only by an explicit approval (`approve: true`),
+  never by the words of a reply, which go to the task's model as they are. A stored
+  answer is acknowledged (`critical_point.resolved`) before the task
   resumes, on whichever worker.
 - Cancelling a paused task (or one nobody runs right now) ends it here; a running one is
   told through the cancel bus and ends in its worker.
@@ -214,11 +216,12 @@ def browser_task_dismiss(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID) 
 
 @dataclass(frozen=True)
 class Reply:
-    """The owner's answer to a critical point: exact text, or consent."""
+    """The owner's answer to a critical point: exact text (with, for a confirmation, Approve or Deny), or consent."""
 
     critical_point_id: str
     response: str | None = None
     consent: bool | None = None
+    approve: bool | None = None
 
 
 def _point_id(raw: str) -> uuid.UUID | None:
@@ -234,6 +237,10 @@ def _reply_refusal(point: CriticalPoint, reply: Reply) -> InvalidInput | None:
         return InvalidInput("This question asks for consent: answer with email_consent_response.", code="wrong_reply")
     if point.kind != CriticalPointKind.EMAIL_CONSENT and reply.consent is not None:
         return InvalidInput("This question is not about consent: answer it in words.", code="wrong_reply")
+    if point.kind != CriticalPointKind.CONFIRM and reply.approve is not None:
+        return InvalidInput(
+            "Only a held action is approved or denied: answer this question in words.", code="wrong_reply"
+        )
     if reply.response is None:
         return None
     if point.kind == CriticalPointKind.SIGN_IN and reply.response != SIGN_IN_CONTINUE:
@@ -269,8 +276,9 @@ def critical_point_answer(*, conversation_id: uuid.UUID, reply: Reply) -> uuid.U
         point.state = CriticalPointState.RESOLVED
         point.response = reply.response or ""
         point.consent = reply.consent
+        point.approved = reply.approve
         point.resolved_at = timezone.now()
-        point.save(update_fields=["state", "response", "consent", "resolved_at", "updated_at"])
+        point.save(update_fields=["state", "response", "consent", "approved", "resolved_at", "updated_at"])
         lifecycle.task_resume_with(task, point)
         events: list[NewEvent] = [critical_point_resolved(task_id=task.id, critical_point_id=point.id)]
         events += lifecycle.task_card_events(task, progress="Resuming after your answer")

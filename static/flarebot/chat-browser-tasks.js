@@ -158,6 +158,24 @@ class TaskCard {
     this.question.dataset.kind = point.kind;
     const nodes = [el("p", "task-question-text", point.question)];
     if (point.action && point.action.description) nodes.push(el("p", "task-held", `Held: ${point.action.description}`));
+    const requests = (point.action && point.action.requests) || [];
+    if (requests.length) {
+      const list = el("ul", "task-held-requests");
+      list.setAttribute("aria-label", "What it would send");
+      for (const sent of requests) {
+        const fields = sent.fields && sent.fields.length ? ` (fields: ${sent.fields.join(", ")})` : "";
+        list.append(el("li", "", `${sent.method} ${sent.host}${sent.path}${fields}`));
+      }
+      nodes.push(list);
+    }
+    if (point.kind === "confirm") {
+      const decision = el("div", "task-decision");
+      decision.append(
+        button("Approve", "primary task-approve", () => this.reply("Approved.", true)),
+        button("Deny", "danger task-deny", () => this.reply("Denied: do not do this.", false)),
+      );
+      nodes.push(decision);
+    }
     if (point.kind === "email_consent") {
       nodes.push(
         button("Yes, send it", "primary task-consent-yes", () => this.consent(true)),
@@ -170,7 +188,8 @@ class TaskCard {
       const box = el("textarea", "task-answer-text");
       box.rows = 2;
       box.setAttribute("aria-label", "Your answer");
-      box.placeholder = point.kind === "confirm" ? "Say yes to go ahead, or what to do instead" : "Your answer";
+      box.placeholder =
+        point.kind === "confirm" ? "Or say what to do instead (this does not approve)" : "Your answer";
       const send = el("button", "primary task-answer-send", "Answer");
       form.append(box, send);
       form.addEventListener("submit", (event) => {
@@ -259,12 +278,14 @@ class TaskCard {
     }
   }
 
-  reply(text) {
+  /** Answer the open question; for a held action, `approve` (true or false) is the decision, the text only words. */
+  reply(text, approve) {
     if (!this.point) return;
     this.busy = true;
     this.setBusy(true);
     this.tasks.lastActor = this;
     const frame = { type: "critical_point_response", critical_point_id: this.point.critical_point_id, response: text };
+    if (approve !== undefined) frame.approve = approve;
     if (!this.tasks.send(frame)) this.showError("Not connected; your answer was not sent. Try again in a moment.");
   }
 

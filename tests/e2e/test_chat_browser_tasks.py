@@ -83,24 +83,46 @@ def test_the_readback_card_starts_the_task_and_the_question_card_answers_it(
     assert not BrowserTask.objects.exists()
     screenshot(page, "browser-task-readback")
 
-    fake_providers.script(step("click", element=1), step("click", element=2), step("click", element=1))
+    fake_providers.script(step("click", element=1))
     card.get_by_role("button", name="Start").click()
+
+    # "Add to cart" sends a POST: held, with what it would send, until the owner approves.
+    expect(card.locator(".task-question-text")).to_contain_text("Nothing was sent", timeout=TASK_MS)
+    expect(card.locator(".task-held-requests li")).to_have_text([f"POST 127.0.0.1:{web.port}/shop/cart/add"])
+    screenshot(page, "browser-task-held-request")
+    added = open_point_id()
+    fake_providers.script(
+        step("click", element=1, critical_point_id=added), step("click", element=2), step("click", element=1)
+    )
+    card.get_by_role("button", name="Approve").click()
 
     expect(card.locator(".task-question-text")).to_contain_text("Clicking 'Place order'", timeout=TASK_MS)
     expect(card.locator(".task-held")).to_have_text(f"Held: Clicking 'Place order' on 127.0.0.1:{web.port}")
     expect(card.locator(".task-state")).to_have_text("Waiting for your answer")
     expect(card.get_by_role("button", name="Start")).to_have_count(0)
     expect(page.locator("#stop")).to_be_visible()
+    assert web.cart == ["Blue kettle"]
     assert web.orders == []
     screenshot(page, "browser-task-question")
 
+    # Words alone authorise nothing: the model hears them, and the order is asked again.
     point_id = open_point_id()
-    fake_providers.script(
-        step("click", element=1, critical_point_id=point_id),
-        step("finish", outcome="completed", summary="The page confirmed order A-1001."),
-    )
+    fake_providers.script(step("click", element=1, critical_point_id=point_id))
     card.get_by_label("Your answer").fill("Yes, place the order.")
     card.get_by_role("button", name="Answer").click()
+    page.wait_for_function(
+        "id => document.querySelector('.task-question')?.dataset.pointId !== id", arg=point_id, timeout=TASK_MS
+    )
+    assert web.orders == []
+    assert CriticalPoint.objects.get(id=point_id).response == "Yes, place the order."
+    assert CriticalPoint.objects.get(id=point_id).approved is None
+
+    again = open_point_id()
+    fake_providers.script(
+        step("click", element=1, critical_point_id=again),
+        step("finish", outcome="completed", summary="The page confirmed order A-1001."),
+    )
+    card.get_by_role("button", name="Approve").click()
 
     expect(card.locator(".task-outcome")).to_have_text("Completed: The page confirmed order A-1001.", timeout=TASK_MS)
     expect(page.locator(".msg.assistant .md").last).to_have_text(
@@ -108,7 +130,7 @@ def test_the_readback_card_starts_the_task_and_the_question_card_answers_it(
     )
     expect(page.locator("#stop")).to_be_hidden()
     assert web.orders == [["Blue kettle"]]
-    assert CriticalPoint.objects.get(id=point_id).response == "Yes, place the order."
+    assert CriticalPoint.objects.get(id=again).approved is True
 
     page.reload()
     card = page.locator(".task-card")

@@ -88,9 +88,14 @@ async def run(task_id: uuid.UUID, cancels: CancelListener, *, timeout: float = 6
 
 
 async def answer(
-    conversation_id: uuid.UUID, point_id: Any, *, response: str | None = None, consent: bool | None = None
+    conversation_id: uuid.UUID,
+    point_id: Any,
+    *,
+    response: str | None = None,
+    consent: bool | None = None,
+    approve: bool | None = None,
 ) -> None:
-    reply = services.Reply(str(point_id), response=response, consent=consent)
+    reply = services.Reply(str(point_id), response=response, consent=consent, approve=approve)
     await orm(services.critical_point_answer)(conversation_id=conversation_id, reply=reply)
 
 

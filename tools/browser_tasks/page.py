@@ -83,9 +83,14 @@ OBSERVE = """(() => {
     const submit = !!el.form && ((tag === 'button' && type === 'submit') ||
       (tag === 'input' && (type === 'submit' || type === 'image')));
     kept.push(el);
+    // What a person reads on the control comes first: an aria-label saying something else
+    // ("Read more" on a visible "Buy now") is kept beside it, as `label`, and judged too.
+    const label = nameOf(el, tag, type);
+    const shown = (tag === 'input' || tag === 'select' || tag === 'textarea') ? '' : squash(el.innerText);
     elements.push({
       role: roleOf(el, tag, type),
-      name: nameOf(el, tag, type).slice(0, 300),
+      name: (shown || label).slice(0, 300),
+      label: label.slice(0, 300),
       tag,
       type,
       autocomplete: String(el.getAttribute('autocomplete') || '').toLowerCase().slice(0, 100),
@@ -161,12 +166,14 @@ class Element:
     field: str
     submit: bool
     options: tuple[str, ...] = ()
+    label: str = ""  # the accessible name, when the visible text (`name`) says something else
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "number": self.number,
             "role": self.role,
             "name": self.name,
+            "label": self.label,
             "tag": self.tag,
             "type": self.type,
             "autocomplete": self.autocomplete,
@@ -211,6 +218,7 @@ def observation_from(raw: Any) -> Observation | None:
                 autocomplete=_clean(item.get("autocomplete"), 100),
                 field=_clean(item.get("field"), 100),
                 submit=bool(item.get("submit")),
+                label=_clean(item.get("label"), NAME_MAX),
                 options=tuple(_clean(o, 100) for o in (item.get("options") or [])[:100]),
             )
         )

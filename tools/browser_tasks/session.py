@@ -26,6 +26,7 @@ from playwright.async_api import BrowserContext, CDPSession, Page, Route
 from playwright.async_api import Error as PlaywrightError
 
 from flarebot.core.database import db
+from tools.browser_tasks.guard import Decision, RequestGuard
 from tools.browser_tasks.inputs import VIEWPORT
 from tools.browser_tasks.page import (
     ELEMENT_CENTER,
@@ -69,6 +70,8 @@ class BrowserSession:
     page: Page
     cdp: CDPSession
     observation: Observation | None = None
+    # What the page may send: held or refused while the task acts, refused between actions.
+    guard: RequestGuard = field(default_factory=RequestGuard)
     _world: int | None = None  # the isolated world the last observation numbered elements in
     _refusals: list[str] = field(default_factory=list)
 
@@ -219,29 +222,52 @@ async def session_open(
             options["storage_state"] = storage_state
         context = await asyncio.shield(pool.open(call, browser, **options))
         refusals: list[str] = []
+        guard = RequestGuard()
 
         async def route(route: Route) -> None:
-            request_url = route.request.url
+            request = route.request
             try:
-                url_check(request_url)
+                url_check(request.url)
             except Refused as refused:
-                if request_url.partition(":")[0].lower() in ("http", "https"):
+                if request.url.partition(":")[0].lower() in ("http", "https"):
                     refusals.append(refused.message)
                 await route.abort("blockedbyclient")
                 return
-            await route.continue_()
+            decision = guard.decide(
+                method=request.method,
+                url=request.url,
+                post_data=_post_text(request.post_data_buffer),
+                content_type=request.headers.get("content-type", ""),
+                navigation=request.is_navigation_request(),
+            )
+            if decision is Decision.SEND:
+                await route.continue_()
+            else:
+                await route.abort("blockedbyclient")
 
         await context.route("**/*", route)
         context.set_default_timeout((ACTION_TIMEOUT + CLOSE_TIMEOUT) * 1000)
         page = await context.new_page()
         context.on("page", lambda extra: _close_extra(extra, page))
         cdp = await context.new_cdp_session(page)
+        # Chromium says which navigations submit a form before their requests leave.
+        cdp.on("Page.frameRequestedNavigation", lambda event: _form_navigation(guard, event))
+        await cdp.send("Page.enable")
     except BaseException:
         await asyncio.shield(pool.close(lease_id))
         raise
-    session = BrowserSession(task_id, conversation_id, lease_id, context, page, cdp)
+    session = BrowserSession(task_id, conversation_id, lease_id, context, page, cdp, guard=guard)
     session._refusals = refusals
     return session
+
+
+def _post_text(body: bytes | None) -> str | None:
+    return body.decode("utf-8", "replace") if body else None
+
+
+def _form_navigation(guard: RequestGuard, event: dict[str, Any]) -> None:
+    if str(event.get("reason", "")).startswith("formSubmission") and isinstance(event.get("url"), str):
+        guard.form_navigation(event["url"])
 
 
 async def session_lease_extend(session: BrowserSession, *, seconds: float) -> None:

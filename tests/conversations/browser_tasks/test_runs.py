@@ -62,7 +62,25 @@ pytestmark = [
 ]
 
 
-async def test_it_pauses_before_place_order_and_the_exact_reply_places_it_once(anthropic, fake_providers, cancels, web):
+async def cart_filled_after_approval(fake_providers, cancels, web, conversation_id, task_id):
+    """Click "Add to cart": its POST is held; the owner approves it; the repeated click adds the kettle."""
+    fake_providers.script(step("click", element=1))
+    task = await run(task_id, cancels)
+    assert task.status == "paused"
+    held = await open_point(task_id)
+    assert held.kind == "confirm"
+    assert held.action["requests"] == [
+        {"method": "POST", "host": f"127.0.0.1:{web.port}", "path": "/shop/cart/add", "fields": []}
+    ]
+    assert web.cart == []
+    assert "/shop/cart/add" not in web.paths()
+    await answer(conversation_id, held.id, response="Yes, add it.", approve=True)
+    return held
+
+
+async def test_it_pauses_before_place_order_and_only_an_approval_places_it_once(
+    anthropic, fake_providers, cancels, web
+):
     conversation_id = await new_conversation()
     task_id = await start(
         conversation_id,
@@ -70,7 +88,10 @@ async def test_it_pauses_before_place_order_and_the_exact_reply_places_it_once(a
             conversation_id, goal="Buy one blue kettle.", start_url=web.url("/shop"), restrictions=["At most 30 EUR."]
         ),
     )
-    fake_providers.script(step("click", element=1), step("click", element=2), step("click", element=1))
+    held = await cart_filled_after_approval(fake_providers, cancels, web, conversation_id, task_id)
+    fake_providers.script(
+        step("click", element=1, critical_point_id=str(held.id)), step("click", element=2), step("click", element=1)
+    )
 
     task = await run(task_id, cancels)
 
@@ -83,24 +104,25 @@ async def test_it_pauses_before_place_order_and_the_exact_reply_places_it_once(a
     assert "/shop/order" not in web.paths()
     requests = task_requests(fake_providers)
     assert '[1] button "Add to cart"' in page_sent(requests[0])
-    assert '[1] button "Place order"' in page_sent(requests[2])
+    assert '[1] button "Place order"' in page_sent(requests[-1])
 
     fake_providers.script(
         step("click", element=1, critical_point_id=str(point.id)),
         step("finish", outcome="completed", summary="The page confirmed order A-1001."),
     )
-    await answer(conversation_id, point.id, response="Yes, place it.")
+    await answer(conversation_id, point.id, response="Yes, place it.", approve=True)
     task = await run(task_id, cancels)
 
     assert task.status == "completed"
     assert web.orders == [["Blue kettle"]]
-    last_results = results_sent(task_requests(fake_providers)[3])
-    assert last_results[-1]["owner_reply"] == "Yes, place it."
-    assert last_results[-1]["critical_point_id"] == str(point.id)
-    assert last_results[-1]["performed"] is False
+    last_results = results_sent(task_requests(fake_providers)[-1])
+    assert last_results[-2]["owner_reply"] == "Yes, place it."
+    assert last_results[-2]["critical_point_id"] == str(point.id)
+    assert last_results[-2]["performed"] is False
+    assert last_results[-2]["approved"] is True
     happened = await kinds(conversation_id)
-    assert happened.count("critical_point.opened") == 1
-    assert happened.count("critical_point.resolved") == 1
+    assert happened.count("critical_point.opened") == 2
+    assert happened.count("critical_point.resolved") == 2
     assert happened.count("browser_task.finished") == 1
     [message] = await orm(
         lambda: list(Message.objects.filter(conversation_id=conversation_id, role=MessageRole.ASSISTANT))
@@ -119,7 +141,10 @@ async def shop_task(web, conversation_id):
 
 async def paused_before_place_order(fake_providers, cancels, web, conversation_id):
     task_id = await shop_task(web, conversation_id)
-    fake_providers.script(step("click", element=1), step("click", element=2), step("click", element=1))
+    held = await cart_filled_after_approval(fake_providers, cancels, web, conversation_id, task_id)
+    fake_providers.script(
+        step("click", element=1, critical_point_id=str(held.id)), step("click", element=2), step("click", element=1)
+    )
     task = await run(task_id, cancels)
     assert task.status == "paused"
     return task_id, await open_point(task_id)
@@ -166,7 +191,7 @@ async def test_after_the_kept_context_expired_the_checkpoint_is_restored_and_the
     paused = await task_get(task_id)
     await eventually(lambda: lease_state(paused.context_lease_id), "closed", what="the kept context to close")
     fake_providers.script(step("click", element=1, critical_point_id=str(point.id)))
-    await answer(conversation_id, point.id, response="Yes, place it.")
+    await answer(conversation_id, point.id, response="Yes, place it.", approve=True)
 
     task = await run(task_id, cancels)
 
@@ -185,7 +210,7 @@ async def test_after_the_kept_context_expired_the_checkpoint_is_restored_and_the
         step("click", element=1, critical_point_id=str(again.id)),
         step("finish", outcome="completed", summary="Order A-1001 confirmed."),
     )
-    await answer(conversation_id, again.id, response="Yes, really.")
+    await answer(conversation_id, again.id, response="Yes, really.", approve=True)
     task = await run(task_id, cancels)
 
     assert task.status == "completed"
@@ -231,11 +256,12 @@ async def test_email_consent_no_sends_nothing_and_yes_sends_once(anthropic, fake
     fake_providers.script(
         step("type", element=1, text="owner@example.org"),
         step("type", element=2, text="Is the kettle in stock?"),
-        step("request_email_consent", question="May I send this message to the shop?"),
+        step("request_email_consent", question="May I send this message to the shop?", element=3),
     )
     await run(task_id, cancels)
     point = await open_point(task_id)
     assert point.kind == "email_consent"
+    assert point.action["description"] == f"Clicking 'Send message' on 127.0.0.1:{web.port}"
     with pytest.raises(InvalidInput) as wrong:
         await answer(conversation_id, point.id, response="yes")
     assert wrong.value.code == "wrong_reply"
@@ -251,7 +277,7 @@ async def test_email_consent_no_sends_nothing_and_yes_sends_once(anthropic, fake
     assert held.action["description"] == f"Clicking 'Send message' on 127.0.0.1:{web.port}"
 
     fake_providers.script(
-        step("request_email_consent", question="May I send it now?"),
+        step("request_email_consent", question="May I send it now?", element=3),
     )
     await answer(conversation_id, held.id, response="Ask me about consent properly.")
     await run(task_id, cancels)
@@ -265,6 +291,27 @@ async def test_email_consent_no_sends_nothing_and_yes_sends_once(anthropic, fake
 
     assert task.status == "completed"
     assert web.emails == [{"email": "owner@example.org", "message": "Is the kettle in stock?"}]
+
+
+async def test_a_consent_not_bound_to_a_control_allows_no_click(anthropic, fake_providers, cancels, web):
+    conversation_id = await new_conversation()
+    task_id = await task_at(web, conversation_id, "/contact", goal="Ask.")
+    fake_providers.script(
+        step("type", element=1, text="owner@example.org"),
+        step("type", element=2, text="Is the kettle in stock?"),
+        step("request_email_consent", question="May I send a message to the shop?"),
+    )
+    await run(task_id, cancels)
+    consent = await open_point(task_id)
+    fake_providers.script(step("click", element=3, critical_point_id=str(consent.id)))
+    await answer(conversation_id, consent.id, consent=True)
+
+    task = await run(task_id, cancels)
+
+    assert task.status == "paused"
+    assert (await open_point(task_id)).kind == "confirm"  # the sending click is asked for, exactly
+    assert web.emails == []
+    assert "/contact/send" not in web.paths()
 
 
 async def test_a_sign_in_accepts_only_continue_and_a_question_no_consent(anthropic, fake_providers, cancels, web):

@@ -237,20 +237,72 @@ def test_a_reply_of_the_wrong_kind_or_shape_is_refused_and_changes_nothing(conve
     assert kinds(conversation) == before
 
 
-def test_email_consent_yes_allows_one_sending_click_in_the_same_context(conversation):
+def test_an_email_consent_yes_allows_exactly_the_click_it_was_asked_for_in_the_same_context(conversation):
     task, point = paused_task(conversation, kind="email_consent")
     task.context_lease_id = uuid.uuid4()
     task.save()
+    CriticalPoint.objects.filter(id=point.id).update(action={"name": "click", "element": 3}, action_digest="d" * 64)
 
     services.critical_point_answer(conversation_id=conversation, reply=Reply(str(point.id), consent=True))
 
     task.refresh_from_db()
     assert task.authorization == {
         "critical_point_id": str(point.id),
-        "digest": "",
+        "digest": "d" * 64,
         "lease_id": str(task.context_lease_id),
+        "by_name": True,
     }
     assert task.steps[-1]["result"]["consent"] is True
+
+
+def test_an_email_consent_yes_for_no_named_control_allows_nothing(conversation):
+    task, point = paused_task(conversation, kind="email_consent")
+
+    services.critical_point_answer(conversation_id=conversation, reply=Reply(str(point.id), consent=True))
+
+    task.refresh_from_db()
+    assert task.authorization is None
+    assert "still held for the owner's approval" in task.steps[-1]["result"]["note"]
+
+
+@pytest.mark.parametrize(
+    ("approve", "authorised"),
+    [(True, True), (False, False), (None, False)],
+)
+def test_only_an_explicit_approval_authorises_a_held_action(conversation, approve, authorised):
+    task, point = paused_task(conversation, kind="confirm")
+    task.context_lease_id = uuid.uuid4()
+    task.save()
+    CriticalPoint.objects.filter(id=point.id).update(action={"name": "click", "element": 1}, action_digest="e" * 64)
+    words = "Yes! Buy it now, go ahead." if approve is None else "No. Do NOT buy this, cancel."
+
+    services.critical_point_answer(
+        conversation_id=conversation, reply=Reply(str(point.id), response=words, approve=approve)
+    )
+
+    task.refresh_from_db()
+    point.refresh_from_db()
+    assert point.approved is approve
+    assert (task.authorization is not None) is authorised
+    result = task.steps[-1]["result"]
+    assert result["owner_reply"] == words
+    assert result["approved"] is authorised
+    assert result["performed"] is False
+
+
+@pytest.mark.parametrize("kind", ["question", "email_consent", "sign_in"])
+def test_approve_is_refused_on_anything_but_a_held_action(conversation, kind):
+    _, point = paused_task(conversation, kind=kind)
+    reply = Reply(str(point.id), response="continue" if kind == "sign_in" else "Yes", approve=True)
+    if kind == "email_consent":
+        reply = Reply(str(point.id), consent=True, approve=True)
+
+    with pytest.raises(InvalidInput) as refused:
+        services.critical_point_answer(conversation_id=conversation, reply=reply)
+
+    assert refused.value.code == "wrong_reply"
+    point.refresh_from_db()
+    assert point.state == "open"
 
 
 def test_cancelling_a_paused_task_ends_it_and_projects_the_outcome_once(conversation):
