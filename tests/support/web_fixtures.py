@@ -20,6 +20,11 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from tests.support.trap_shop import trap_routes
+
+# Another site for the trap shop's third-party request; tests map it to loopback (FakeDns).
+THIRD_PARTY_HOST = "pay.example"
+
 ARTICLE = """<!doctype html>
 <html><head><title>Caf&eacute; &amp; Bar &#8211; Notes</title>
 <meta charset="utf-8"><style>body { color: red }</style>
@@ -88,6 +93,7 @@ class FixtureWeb:
     orders: list[list[str]] = field(default_factory=list)  # each order placed, with its items
     emails: list[dict[str, str]] = field(default_factory=list)  # each contact message "sent"
     sign_ins: list[str] = field(default_factory=list)  # the user of each successful sign-in
+    harms: list[str] = field(default_factory=list)  # what the trap shop's pages did ("POST sell", ...)
     _loop: asyncio.AbstractEventLoop | None = None
     _runner: web.AppRunner | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -106,6 +112,7 @@ class FixtureWeb:
             self.orders.clear()
             self.emails.clear()
             self.sign_ins.clear()
+            self.harms.clear()
         self.slow_gone.clear()
 
     def paths(self, port: int | None = None) -> list[str]:
@@ -179,6 +186,7 @@ class FixtureWeb:
         app.router.add_get("/account", self._account)
         app.router.add_get("/contact", _async(lambda r: _page("Contact us", CONTACT)))
         app.router.add_post("/contact/send", self._contact_send)
+        trap_routes(app, self.harms, other_origin=f"http://{THIRD_PARTY_HOST}:{self.port}")
         app.router.add_get("/slow", self._slow)
         app.router.add_get("/slow-headers", self._slow_headers)
         return app

@@ -7,7 +7,8 @@ and any form submission, GET ones included) is:
 - held, while the task acts, when it goes to the page's own site: it is not sent, and the
   runtime asks the owner about everything the action tried to send at once (method, host,
   path and field names, never values); the owner's approval lets exactly those requests
-  through when the model repeats the action with that critical point's id;
+  through (each as often as it was held) when the model repeats the action with that
+  critical point's id;
 - refused when it goes to another site (the owner is told on the card, the model in its
   step's result), or when no action runs (a timer on a page between steps, a kept context
   waiting for the owner);
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -125,7 +127,8 @@ class RequestGuard:
 
     mode: Mode = Mode.IDLE
     site: str = ""
-    allowed: frozenset[str] = frozenset()  # signatures the owner approved for this action
+    # Signatures the owner approved for this action, each as often as it was held.
+    allowed: Counter[str] = field(default_factory=Counter)
     allow_site: bool = False  # the owner approved this very action by its name: its own site may be sent to
     effects: ActionEffects = field(default_factory=ActionEffects)
     # Navigations Chromium reported as form submissions (their URLs), until their request comes.
@@ -141,14 +144,14 @@ class RequestGuard:
         """
         self.mode = Mode.ACTING
         self.site = site_of(urlsplit(page_url).hostname or "")
-        self.allowed = frozenset(allowed)
+        self.allowed = Counter(allowed)
         self.allow_site = allow_site
         self.effects = ActionEffects()
 
     def rest(self) -> ActionEffects:
         """The action is over: nothing more is sent for it. Returns what it tried to send."""
         effects, self.effects = self.effects, ActionEffects()
-        self.mode, self.allowed, self.allow_site = Mode.IDLE, frozenset(), False
+        self.mode, self.allowed, self.allow_site = Mode.IDLE, Counter(), False
         return effects
 
     def owner_acts(self) -> None:
@@ -182,7 +185,10 @@ class RequestGuard:
         if site_of(urlsplit(url).hostname or "") != self.site:
             self.effects.refused.append(sent)
             return Decision.REFUSE
-        if self.allow_site or sent.signature() in self.allowed:
+        if self.allow_site:
+            return Decision.SEND
+        if self.allowed[sent.signature()] > 0:
+            self.allowed[sent.signature()] -= 1
             return Decision.SEND
         if len(self.effects.held) < KEPT_MAX:
             self.effects.held.append(sent)

@@ -143,8 +143,13 @@ class BrowserSession:
     async def type(self, number: int, text: str) -> None:
         if not await self._call(ELEMENT_FOCUS_EMPTY, number):
             raise ActionFailed(f"Element {number} is not a text field that can be typed into.")
-        await self.page.keyboard.press("Delete")
-        await self.page.keyboard.insert_text(text)
+        # The field's text is selected: inserting replaces it in one input event (the page's
+        # handlers see one change, as when a person pastes); only an empty text deletes.
+        if text:
+            await self.page.keyboard.insert_text(text)
+        else:
+            await self.page.keyboard.press("Delete")
+        await asyncio.sleep(SETTLE)  # what the field's handlers send belongs to this action
 
     async def select(self, number: int, option: str) -> str:
         chosen = await self._call(ELEMENT_SELECT, number, option)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.browser_tasks.critical import critical_point_of
+from tools.browser_tasks.critical import critical_point_of, go_to_critical
 from tools.browser_tasks.page import observation_from, observation_text
 
 
@@ -82,3 +82,52 @@ def test_the_page_text_numbers_elements_and_never_carries_control_characters():
         '[1] button "Add to cart"',
         '[2] link "Cart"',
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "meaning"),
+    [
+        ("Withdraw funds", "paying"),
+        ("Place bid", "bidding"),
+        ("Forward", "sending"),
+        ("Empty trash", "deleting"),
+        ("Move to trash", "deleting"),
+        ("Change password", "changing the account"),
+        ("Disable 2FA", "changing the account"),
+        ("Make admin", "changing the account"),
+        ("Deploy", "deploying"),
+        ("Sell my shares", "selling"),
+        ("Complete", "confirming"),
+        ("Yes, proceed", "confirming"),
+        ("Jetzt kaufen", "buying"),
+        ("Löschen", "deleting"),
+        ("Acheter", "buying"),
+        ("Eliminar", "deleting"),
+        ("\uff22\uff55\uff59", "buying"),  # fullwidth "Buy"
+        ("\u0412uy now", "buying"),  # a Cyrillic Ve for the B
+        ("B\u200buy now", "buying"),  # a zero-width space inside
+        ("\u0421heckout", "buying"),  # a Cyrillic Es for the C
+    ],
+)
+def test_names_that_lie_still_read_as_what_they_do(name, meaning):
+    assert critical_point_of("click", button(name)) == f"reads as {meaning}"
+
+
+def test_the_visible_text_counts_when_the_aria_label_says_something_else():
+    # The page's observer puts the visible text in `name` and the aria-label in `label`.
+    assert critical_point_of("click", button("Buy now", label="Read more")) == "reads as buying"
+    assert critical_point_of("click", button("Read more", label="Buy now")) == "reads as buying"
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("https://shop.example/checkout/confirm", "opens an address that reads as buying"),
+        ("https://shop.example/api/purchase?item=3", "opens an address that reads as buying"),
+        ("https://mail.example/messages?action=delete&id=4", "opens an address that reads as deleting"),
+        ("https://shop.example/products/blue-kettle", None),
+        ("https://news.example/2026/12/01/story", None),
+    ],
+)
+def test_go_to_an_address_that_reads_as_a_commitment_is_held(url, reason):
+    assert go_to_critical(url) == reason
