@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from conversations import eventlog, selectors, turns
 from conversations.export import FORMATS, conversation_export
 from conversations.serializers import message_json, turn_json
+from conversations.write_proposals import messages_with_decisions
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.text import ascii_whole_number
@@ -37,12 +38,15 @@ def _active(conversation_id: str) -> uuid.UUID:
 class MessageListApi(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, conversation_id: str) -> Response:
-        snapshot = selectors.transcript_snapshot(conversation_id=parse_uuid(conversation_id, what="conversation id"))
+        parsed = parse_uuid(conversation_id, what="conversation id")
+        snapshot = selectors.transcript_snapshot(conversation_id=parsed)
         if snapshot is None:
             raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        messages = [message_json(m) for m in snapshot.messages]
+        messages = messages_with_decisions(conversation_id=parsed, transcript=messages)
         return Response(
             {
-                "messages": [message_json(m) for m in snapshot.messages],
+                "messages": messages,
                 "last_sequence": snapshot.last_sequence,
                 "turns": [turn_json(t) for t in snapshot.turns],
             }

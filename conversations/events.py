@@ -33,6 +33,8 @@ class EventKind(enum.StrEnum):
     BROWSER_TASK_STARTED = "browser_task.started"
     BROWSER_TASK_FINISHED = "browser_task.finished"
     BROWSER_TASK_DISMISSED = "browser_task.dismissed"  # an addition: the owner dismissed a proposal
+    # An addition: the owner confirmed or dismissed a write a tainted turn proposed (memory, a task).
+    WRITE_PROPOSAL_UPDATED = "write_proposal.updated"
 
 
 # An event to append: its kind, the turn it belongs to (if any), and its data.
@@ -89,6 +91,11 @@ def activity_events(turn_id: uuid.UUID, activities: list[ActivityJson]) -> list[
 def browser_task_proposed(*, proposal_id: uuid.UUID, goal: str, start_url: str, restrictions: list[str]) -> NewEvent:
     data = {"proposal_id": str(proposal_id), "goal": goal, "start_url": start_url, "restrictions": restrictions}
     return (EventKind.BROWSER_TASK_PROPOSED, None, data)
+
+
+def write_proposal_updated(*, turn_id: uuid.UUID, proposal: dict[str, Any]) -> NewEvent:
+    """`data.proposal` is the proposal as `tools.proposals.proposal_json` shows it, decided."""
+    return (EventKind.WRITE_PROPOSAL_UPDATED, turn_id, {"proposal": proposal})
 
 
 def browser_task_dismissed(*, proposal_id: uuid.UUID) -> NewEvent:

@@ -26,6 +26,7 @@ from conversations.turns import turns_stop_for_deletion, turns_wait_stopped
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.text import has_control_characters, has_disguising_characters, utf16_length
 from tools.activity import activities_delete
+from tools.proposals import write_proposals_delete
 from tools.registry import GRACE
 from tools.services import tools_release_conversation
 
@@ -122,6 +123,7 @@ def conversation_teardown(*, conversation_id: uuid.UUID) -> bool:
     if not tools_release_conversation(conversation_id=conversation_id):
         return False
     activities_delete(conversation_id=conversation_id)
+    write_proposals_delete(conversation_id=conversation_id)
     conversation_torn_down.send(sender=Conversation, conversation_id=conversation_id)
     Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).delete()
     return True

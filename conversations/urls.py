@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import api, api_settings, api_transcript
+from conversations import api, api_proposals, api_settings, api_transcript
 from conversations.browser_tasks import api as browser_tasks_api
 
 urlpatterns = [
@@ -19,6 +19,16 @@ urlpatterns = [
         "conversations/<str:conversation_id>/browser-tasks/",
         browser_tasks_api.BrowserTaskListApi.as_view(),
         name="browser-tasks",
+    ),
+    path(
+        "conversations/<str:conversation_id>/write-proposals/",
+        api_proposals.WriteProposalListApi.as_view(),
+        name="write-proposals",
+    ),
+    path(
+        "conversations/<str:conversation_id>/write-proposals/<str:proposal_id>/",
+        api_proposals.WriteProposalDecisionApi.as_view(),
+        name="write-proposal-decision",
     ),
     path("agent/", browser_tasks_api.AgentApi.as_view(), name="agent"),
     path("settings/model/", api_settings.ModelSettingsApi.as_view(), name="model-settings"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import TypedDict
 
 from flarebot.core.text import utf16_length
@@ -37,6 +38,11 @@ def fact_view(fact: Fact) -> FactView:
 def fact_list() -> list[Fact]:
     """Return the active facts, newest first."""
     return list(Fact.objects.filter(state=FactState.ACTIVE).order_by("-created_at", "id"))
+
+
+def fact_text(*, fact_id: uuid.UUID) -> str | None:
+    """The text of an active fact, or None (a card's readback)."""
+    return Fact.objects.filter(id=fact_id, state=FactState.ACTIVE).values_list("content", flat=True).first()
 
 
 def facts_recall(*, query: str) -> list[FactMatch]:

@@ -17,6 +17,7 @@ replayed after a lost reply finds its fact, or its tombstone, and writes nothing
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from flarebot.core.database import db
@@ -26,7 +27,8 @@ from memory import services
 from memory.errors import FactConflict, MemoryFull, WriteAbandoned
 from memory.models import Fact, FactState
 from memory.query import QUERY_MAX, TOKENS_MAX
-from memory.selectors import RESULTS_MAX, facts_recall
+from memory.selectors import RESULTS_MAX, fact_text, facts_recall
+from tools.proposals import Readback, readback_of, write_executor_register, write_propose
 from tools.registry import Effect, Tool, ToolContext, ToolFailed, tool_register
 
 DEADLINE = 15.0  # seconds: a write may wait for the database's write lock
@@ -83,12 +85,15 @@ async def _write(function: Any, **kwargs: Any) -> Any:
         raise ToolFailed(abandoned.message) from None
 
 
-async def remember(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    fact_id = services.remember_id(conversation_id=context.conversation_id, tool_call_id=context.tool_call_id)
+# Each write, as the tool does it and as the owner's Confirm of a proposal does it.
+
+
+def _remember(*, conversation_id: uuid.UUID, tool_call_id: str, data: dict[str, Any], proceed: Any) -> dict[str, Any]:
+    fact_id = services.remember_id(conversation_id=conversation_id, tool_call_id=tool_call_id)
     try:
-        fact, created = await _write(
-            services.fact_remember, fact_id=fact_id, content=data["content"], proceed=_proceed(context)
-        )
+        fact, created = services.fact_remember(fact_id=fact_id, content=data["content"], proceed=proceed)
+    except WriteAbandoned:
+        raise
     except FlarebotError as error:
         return _refused(error)
     if fact.state != FactState.ACTIVE:
@@ -100,29 +105,85 @@ async def remember(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]
     return {"ok": True, "fact": _fact(fact), "replayed": not created}
 
 
-async def update_memory(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+def _update(*, data: dict[str, Any], proceed: Any, **_: Any) -> dict[str, Any]:
     try:
-        fact = await _write(
-            services.fact_update,
-            fact_id=uuid.UUID(data["id"]),
-            content=data["content"],
-            version=data["version"],
-            proceed=_proceed(context),
+        fact = services.fact_update(
+            fact_id=uuid.UUID(data["id"]), content=data["content"], version=data["version"], proceed=proceed
         )
+    except WriteAbandoned:
+        raise
     except FlarebotError as error:
         return _refused(error)
     return {"ok": True, "fact": _fact(fact)}
 
 
-async def forget(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+def _forget(*, data: dict[str, Any], proceed: Any, **_: Any) -> dict[str, Any]:
     try:
-        deleted = await _write(
-            services.fact_delete, fact_id=uuid.UUID(data["id"]), version=data["version"], proceed=_proceed(context)
-        )
+        deleted = services.fact_delete(fact_id=uuid.UUID(data["id"]), version=data["version"], proceed=proceed)
+    except WriteAbandoned:
+        raise
     except FlarebotError as error:
         return _refused(error)
     # Forgetting a fact that is not there is done already, as DELETE answers 204.
     return {"ok": True, "id": data["id"], "forgotten": True, "was_present": deleted}
+
+
+def _readback(tool: str, data: dict[str, Any]) -> Readback:
+    current = fact_text(fact_id=uuid.UUID(data["id"])) if "id" in data else None
+    if tool == "remember":
+        return readback_of("Remember a new fact", [data["content"]])
+    if tool == "update_memory":
+        return readback_of(
+            "Change a remembered fact", [f"Now: {current or '(no such fact)'}", f"New: {data['content']}"]
+        )
+    return readback_of("Forget a remembered fact", [current or "(no such fact)"])
+
+
+_WRITES: dict[str, Callable[..., dict[str, Any]]] = {
+    "remember": _remember,
+    "update_memory": _update,
+    "forget": _forget,
+}
+
+
+async def _tool_write(tool: str, context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    """Write now, or, when the conversation holds untrusted content, propose it to the owner."""
+    if await db(context.untrusted_read)():
+        if "content" in data:
+            try:
+                services.fact_content_check(data["content"])
+            except FlarebotError as error:
+                return _refused(error)
+        readback = await db(_readback)(tool, data)
+        return await write_propose(context, tool=tool, data=data, readback=readback)
+    return await _write(
+        _WRITES[tool],
+        conversation_id=context.conversation_id,
+        tool_call_id=context.tool_call_id,
+        data=data,
+        proceed=_proceed(context),
+    )
+
+
+async def remember(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    return await _tool_write("remember", context, data)
+
+
+async def update_memory(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    return await _tool_write("update_memory", context, data)
+
+
+async def forget(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    return await _tool_write("forget", context, data)
+
+
+def _confirmed(tool: str) -> Any:
+    def execute(*, conversation_id: uuid.UUID, tool_call_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        write = _WRITES[tool]
+        # The owner confirmed it from a live conversation (checked where the decision is taken).
+        return write(conversation_id=conversation_id, tool_call_id=tool_call_id, data=data, proceed=lambda: True)
+
+    return execute
 
 
 async def recall(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +196,7 @@ async def recall(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
 
 # Card summaries: static words and counts only, never a fact's text or the model's query.
 _FAILED = {
+    "needs_confirmation": "Waiting for your confirmation",
     "memory_full": f"Not stored: memory is full ({services.MAX_FACTS} facts)",
     "fact_too_long": f"Not stored: longer than {services.MAX_CONTENT:,} characters",
     "invalid_fact": "Not stored: the text is not a valid fact",
@@ -214,6 +276,8 @@ TOOLS = [
 
 
 def memory_tools_register() -> None:
-    """Offer the memory tools to the model."""
+    """Offer the memory tools to the model, and say how a confirmed proposal of a write is done."""
     for tool in TOOLS:
         tool_register(tool)
+    for name in _WRITES:
+        write_executor_register(name, _confirmed(name))

@@ -11,6 +11,7 @@ version). A card shows the task's name and its next run in the task's own zone.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -21,6 +22,7 @@ from flarebot.core.rows import MAX_VERSION
 from tasks import selectors, services
 from tasks.models import Task
 from tasks.schedule import CRON_MAX
+from tools.proposals import Readback, readback_of, write_executor_register, write_propose
 from tools.registry import Effect, Tool, ToolContext, ToolFailed, tool_register
 
 DEADLINE = 15.0
@@ -86,31 +88,16 @@ def _refused(error: FlarebotError) -> dict[str, Any]:
     return result
 
 
-def _check(context: ToolContext) -> None:
-    if context.cancelled.is_set():
-        raise ToolFailed("Nothing was changed: the turn was stopped.")
-
-
-def _create(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    task_id = create_id(conversation_id=context.conversation_id, tool_call_id=context.tool_call_id)
+def _create(*, conversation_id: uuid.UUID, tool_call_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    task_id = create_id(conversation_id=conversation_id, tool_call_id=tool_call_id)
     cleaned = services.task_input_clean(
         name=data["name"],
         instructions=data["instructions"],
         schedule=data["schedule"],
         enabled=data.get("enabled", True),
     )
-    if not context.conversation_live():
-        raise ToolFailed("Nothing was created: this conversation is being deleted.")
-    task, created = services.task_create(task_id=task_id, conversation_id=context.conversation_id, data=cleaned)
+    task, created = services.task_create(task_id=task_id, conversation_id=conversation_id, data=cleaned)
     return {"ok": True, "task": _task(task), "replayed": not created}
-
-
-async def create_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    _check(context)
-    try:
-        return await db(_create)(context, data)
-    except FlarebotError as error:
-        return _refused(error)
 
 
 def _list(context: ToolContext) -> dict[str, Any]:
@@ -122,10 +109,10 @@ async def list_tasks(context: ToolContext, data: dict[str, Any]) -> dict[str, An
     return await db(_list)(context)
 
 
-def _update(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+def _update(*, conversation_id: uuid.UUID, data: dict[str, Any], **_: Any) -> dict[str, Any]:
     task_id = uuid.UUID(data["id"])
     # Fields left out keep their current value; the update itself compares the version.
-    current = selectors.task_view(selectors.task_get(task_id=task_id, conversation_id=context.conversation_id))
+    current = selectors.task_view(selectors.task_get(task_id=task_id, conversation_id=conversation_id))
     task = services.task_update(
         task_id=task_id,
         expected_version=data["expected_version"],
@@ -133,34 +120,106 @@ def _update(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         instructions=data.get("instructions", current["instructions"]),
         schedule=data.get("schedule", current["schedule"]),
         enabled=data.get("enabled", current["enabled"]),
-        conversation_id=context.conversation_id,
+        conversation_id=conversation_id,
     )
     return {"ok": True, "task": _task(task)}
 
 
-async def update_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    _check(context)
-    try:
-        return await db(_update)(context, data)
-    except FlarebotError as error:
-        return _refused(error)
-
-
-def _delete(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+def _delete(*, conversation_id: uuid.UUID, data: dict[str, Any], **_: Any) -> dict[str, Any]:
     deleted = services.task_delete(
-        task_id=uuid.UUID(data["id"]),
-        expected_version=data["expected_version"],
-        conversation_id=context.conversation_id,
+        task_id=uuid.UUID(data["id"]), expected_version=data["expected_version"], conversation_id=conversation_id
     )
     return {"ok": True, "id": data["id"], "deleted": True, "was_present": deleted}
 
 
-async def delete_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    _check(context)
+_WRITES: dict[str, Callable[..., dict[str, Any]]] = {
+    "create_task": _create,
+    "update_task": _update,
+    "delete_task": _delete,
+}
+
+
+def _schedule_words(schedule: Any) -> str:
+    if isinstance(schedule, dict) and schedule.get("kind") == "cron":
+        return f"Schedule: {schedule.get('expression')} ({schedule.get('timezone', 'UTC')})"
+    if isinstance(schedule, dict) and schedule.get("kind") == "once":
+        return f"Once at {schedule.get('at')}"
+    return "Schedule: unchanged"
+
+
+def _readback(tool: str, conversation_id: uuid.UUID, data: dict[str, Any]) -> Readback:
+    """What the owner's card shows of a proposed write: the task as it would be, never less."""
+    if tool == "create_task":
+        enabled = "runs on its schedule" if data.get("enabled", True) else "created disabled"
+        lines = [f"Name: {data['name']}", _schedule_words(data["schedule"]), f"Instructions: {data['instructions']}"]
+        return readback_of("Create a scheduled task", [*lines, enabled.capitalize()])
     try:
-        return await db(_delete)(context, data)
+        current = selectors.task_view(
+            selectors.task_get(task_id=uuid.UUID(data["id"]), conversation_id=conversation_id)
+        )
+        name = current["name"]
+    except FlarebotError:
+        name = "(no such task)"
+    if tool == "delete_task":
+        return readback_of("Delete a scheduled task", [f"Name: {name}"])
+    lines = [f"Task: {name}"]
+    if "name" in data:
+        lines.append(f"New name: {data['name']}")
+    if "schedule" in data:
+        lines.append(_schedule_words(data["schedule"]))
+    if "instructions" in data:
+        lines.append(f"New instructions: {data['instructions']}")
+    if "enabled" in data:
+        lines.append("Runs on its schedule" if data["enabled"] else "Disabled")
+    return readback_of("Change a scheduled task", lines)
+
+
+def _write_now(tool: str, context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    if not context.conversation_live():
+        raise ToolFailed("Nothing was changed: this conversation is being deleted.")
+    return _WRITES[tool](conversation_id=context.conversation_id, tool_call_id=context.tool_call_id, data=data)
+
+
+async def _tool_write(tool: str, context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    """Write now, or, when the conversation holds untrusted content, propose it to the owner."""
+    if context.cancelled.is_set():
+        raise ToolFailed("Nothing was changed: the turn was stopped.")
+    try:
+        if await db(context.untrusted_read)():
+            if tool == "create_task":
+                await db(services.task_input_clean)(
+                    name=data["name"],
+                    instructions=data["instructions"],
+                    schedule=data["schedule"],
+                    enabled=data.get("enabled", True),
+                )
+            readback = await db(_readback)(tool, context.conversation_id, data)
+            return await write_propose(context, tool=tool, data=data, readback=readback)
+        return await db(_write_now)(tool, context, data)
     except FlarebotError as error:
         return _refused(error)
+
+
+async def create_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    return await _tool_write("create_task", context, data)
+
+
+async def update_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    return await _tool_write("update_task", context, data)
+
+
+async def delete_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+    return await _tool_write("delete_task", context, data)
+
+
+def _confirmed(tool: str) -> Any:
+    def execute(*, conversation_id: uuid.UUID, tool_call_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return _WRITES[tool](conversation_id=conversation_id, tool_call_id=tool_call_id, data=data)
+        except FlarebotError as error:
+            return _refused(error)
+
+    return execute
 
 
 def _when(task: dict[str, Any]) -> str:
@@ -178,6 +237,7 @@ def _when(task: dict[str, Any]) -> str:
 
 
 _FAILED = {
+    "needs_confirmation": "Waiting for your confirmation",
     "invalid_schedule": "Not saved: the schedule is not valid",
     "invalid_task": "Not saved: the name or instructions are not valid",
     "task_limit": f"Not created: {services.MAX_TASKS} tasks already",
@@ -278,6 +338,8 @@ TOOLS = [
 
 
 def task_tools_register() -> None:
-    """Offer the task tools to the model."""
+    """Offer the task tools to the model, and say how a confirmed proposal of a write is done."""
     for tool in TOOLS:
         tool_register(tool)
+    for name in _WRITES:
+        write_executor_register(name, _confirmed(name))

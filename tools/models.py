@@ -165,3 +165,42 @@ class ShellLease(BaseModel):
             # shell_cleanup (conversation deletion): a conversation's leases
             models.Index(fields=["conversation_id"], name="tools_shell_lease_conversation"),
         ]
+
+
+class WriteProposalState(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"  # waits for the owner
+    CONFIRMED = "confirmed", "Confirmed"  # the owner confirmed; the write ran (its result says how it went)
+    DISMISSED = "dismissed", "Dismissed"  # the owner said no; nothing was written
+
+
+class WriteProposal(BaseModel):
+    """A write a tainted turn asked for (memory, a scheduled task), held for the owner's confirmation.
+
+    A turn that read untrusted content (a web page, search results, a browser task's pages)
+    may have been steered by it, so what it would change outside the turn is stored here
+    instead of done: the tool's name and its input exactly as the model gave it, and the
+    readback the owner's card shows. Only the owner's Confirm runs it (`tools.proposals`).
+    """
+
+    conversation_id = models.UUIDField()
+    turn_id = models.UUIDField()
+    tool_call_id = models.CharField(max_length=128)
+    tool = models.CharField(max_length=64)
+    input = models.JSONField()
+    readback = models.JSONField()  # {"title": str, "lines": [str]}: what the card shows
+    state = models.CharField(max_length=16, choices=WriteProposalState.choices, default=WriteProposalState.PROPOSED)
+    result = models.JSONField(null=True, blank=True)  # the write's result once confirmed
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # write_propose: a replayed call finds its proposal (also the lookup index)
+            models.UniqueConstraint(fields=["turn_id", "tool_call_id"], name="tools_writeproposal_call_unique"),
+            models.CheckConstraint(
+                condition=models.Q(state__in=WriteProposalState.values), name="tools_writeproposal_state_valid"
+            ),
+        ]
+        indexes = [
+            # write_proposals_delete: a conversation's proposals, when it is deleted or cleared
+            models.Index(fields=["conversation_id"], name="tools_writeproposal_conv"),
+        ]

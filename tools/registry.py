@@ -16,6 +16,9 @@ declaration is a contract the engine enforces (`tools.runtime`), not advice:
 - `output_limit` bounds the JSON the model and the transcript receive.
 - `keeps_partial` lets a stopped call hand back what it had (as `partial`); the outcome
   stays cancelled or timed out.
+- `reads_untrusted` marks a tool whose output comes from outside (the web): a
+  conversation that holds such output has its memory and task writes proposed to the
+  owner instead of done (`ToolContext.untrusted_read`, `tools.proposals`).
 
 Credentials reach a tool through its `ToolContext` (`provider_key`), never by importing
 an upper app.
@@ -69,6 +72,10 @@ class ToolContext:
     # tool that writes calls it inside its own transaction, on its database thread, right
     # before the write, together with `cancelled.is_set()`.
     conversation_live: Callable[[], bool] = field(repr=False)
+    # Whether what the model saw may have been steered by untrusted content (a web tool's
+    # output, a browser task's pages): then a write outside the turn is only proposed to
+    # the owner (`tools.proposals`). Synchronous, on a database thread.
+    untrusted_read: Callable[[], bool] = field(repr=False)
     # The call's place under its tool's concurrency limit (None without a limit).
     place: Place | None = None
 
@@ -135,6 +142,9 @@ class Tool:
     # a shell command printed so far) has it kept as `partial` beside the engine's outcome;
     # otherwise such a value is discarded.
     keeps_partial: bool = False
+    # Its output is content from outside the machine (a web page, search results): the model
+    # may be steered by it, so the turn's writes outside the turn become proposals.
+    reads_untrusted: bool = False
     validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -185,3 +195,8 @@ def tools_enabled() -> list[Tool]:
 
 def tool_get(name: str) -> Tool | None:
     return _tools.get(name)
+
+
+def tools_reading_untrusted() -> list[str]:
+    """The names of the tools whose output comes from outside (see `Tool.reads_untrusted`)."""
+    return sorted(name for name, tool in _tools.items() if tool.reads_untrusted)

@@ -17,6 +17,7 @@ from conversations.models import Message, MessageRole, Turn
 from conversations.providers.base import INTERRUPTED_OUTPUT, ToolCall
 from conversations.sql import transcript_until
 from conversations.turns import Claim, turn_attempt_restart, turn_claim
+from conversations.write_proposals import messages_with_decisions
 from memory.selectors import memory_prompt_block
 from tools.activity import activities_interrupt
 from tools.registry import Effect, tool_get
@@ -92,6 +93,7 @@ def _prepare(
         transcript = transcript_until(conversation_id=claim.conversation_id, ordinal=2 * claim.ordinal)
         assistant, _ = Message.objects.get_or_create(turn_id=claim.turn_id, role=MessageRole.ASSISTANT, defaults=fields)
         assistant_id, parts = assistant.id, list(assistant.parts)
+    transcript = messages_with_decisions(conversation_id=claim.conversation_id, transcript=transcript)
     parts, events = _resume_parts(parts, turn_id=claim.turn_id, steps=steps)
     if not first_attempt:
         events += activity_events(claim.turn_id, activities_interrupt(turn_id=claim.turn_id))

@@ -22,6 +22,7 @@ from conversations.model_settings import provider_key_read
 from conversations.providers.base import ToolCall
 from conversations.selectors import conversation_is_active
 from conversations.turns import Claim
+from conversations.write_proposals import conversation_has_read_untrusted
 from flarebot.core.crypto import Secret
 from flarebot.core.database import db
 from tools.activity import (
@@ -155,6 +156,7 @@ async def _run_one(
             report_progress=progress.report,
             provider_key=turn_tools.provider_key,
             conversation_live=partial(conversation_is_active, conversation_id=claim.conversation_id),
+            untrusted_read=partial(conversation_has_read_untrusted, conversation_id=claim.conversation_id),
         )
         result = await tool_call_execute(
             tool,

@@ -72,6 +72,15 @@ const EVENTS = {
       turn.rebuild();
     }
   },
+  "write_proposal.updated": (view, turnId, data) => {
+    const proposal = data.proposal;
+    if (!proposal || !proposal.tool_call_id) return;
+    const turn = view.turnFor(turnId);
+    const part = turn.toolPart(proposal.tool_call_id);
+    if (!part || !part.output || typeof part.output !== "object") return;
+    part.output = { ...part.output, proposal };
+    turn.card(proposal.tool_call_id).setPart(part);
+  },
   "turn.completed": (view, turnId) => view.turnFor(turnId).setStatus("completed"),
   "turn.failed": (view, turnId, data) =>
     view.turnFor(turnId).setStatus("failed", { code: data.code, message: data.message }),

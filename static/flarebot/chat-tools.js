@@ -81,6 +81,55 @@ export function shellBody(input, output) {
 // Tools whose card body is shaped for them; every other tool shows its input and result as JSON.
 const BODIES = { shell: shellBody };
 
+const PROPOSAL_STATUS = { proposed: "pending", confirmed: "succeeded", dismissed: "cancelled" };
+const PROPOSAL_STATUS_TEXT = { proposed: "Needs your confirmation", confirmed: "Confirmed", dismissed: "Dismissed" };
+const PROPOSAL_STATE = {
+  proposed: "Waiting for your confirmation: nothing was done yet.",
+  confirmed: "Confirmed: done.",
+  dismissed: "Dismissed: nothing was done.",
+};
+
+/**
+ * The readback of a write a turn proposed after reading the web (a memory or task change):
+ * what it would write, and Confirm / Dismiss while it waits. The buttons ask the view
+ * (an event that bubbles: `flarebot:write-proposal`), which calls the API.
+ */
+export function proposalBody(proposal) {
+  const box = el("div", "write-proposal");
+  box.dataset.proposalId = proposal.id;
+  box.dataset.state = proposal.state;
+  const readback = proposal.readback || {};
+  box.append(el("p", "write-proposal-why", "This conversation read content from the web, so Flarebot asks first."));
+  box.append(el("p", "write-proposal-title", text(readback.title) || "A change"));
+  const lines = el("ul", "write-proposal-lines");
+  for (const line of Array.isArray(readback.lines) ? readback.lines : []) lines.append(el("li", "", text(line)));
+  box.append(lines);
+  let state = PROPOSAL_STATE[proposal.state] || proposal.state;
+  const result = proposal.result;
+  if (proposal.state === "confirmed" && result && result.ok === false) state = `Confirmed, but not done: ${text(result.message)}`;
+  const said = el("p", "write-proposal-state", state);
+  said.setAttribute("role", "status");
+  box.append(said);
+  if (proposal.state === "proposed") {
+    const actions = el("div", "write-proposal-actions");
+    for (const [label, decision, className] of [
+      ["Confirm", "confirm", "primary"],
+      ["Dismiss", "dismiss", ""],
+    ]) {
+      const button = el("button", className, label);
+      button.type = "button";
+      button.addEventListener("click", () => {
+        for (const each of actions.querySelectorAll("button")) each.disabled = true;
+        const detail = { proposalId: proposal.id, decision, said };
+        box.dispatchEvent(new CustomEvent("flarebot:write-proposal", { bubbles: true, detail }));
+      });
+      actions.append(button);
+    }
+    box.append(actions);
+  }
+  return box;
+}
+
 export class ToolCard {
   constructor(toolCallId) {
     this.toolCallId = toolCallId;
@@ -135,10 +184,12 @@ export class ToolCard {
   }
 
   update() {
-    const status = this.currentStatus();
+    const proposal = this.proposal();
+    // A proposed write did not fail: it waits for the owner, who then decides its outcome.
+    const status = proposal ? PROPOSAL_STATUS[proposal.state] || "pending" : this.currentStatus();
     this.el.dataset.status = status;
     this.label.textContent = this.activity?.label || humanize(this.part?.name);
-    this.status.textContent = STATUS_TEXT[status] || humanize(status);
+    this.status.textContent = proposal ? PROPOSAL_STATUS_TEXT[proposal.state] || "" : STATUS_TEXT[status] || humanize(status);
 
     const progress = this.activity?.progress || this.progress;
     const running = status === "running" || status === "pending";
@@ -159,8 +210,19 @@ export class ToolCard {
     }
     this.duration.textContent = running ? "" : formatDuration(ms);
 
+    if (proposal?.state === "proposed" && !this.openedForProposal) {
+      this.openedForProposal = true;
+      this.el.open = true; // what waits for the owner is shown, not folded away
+    }
     this.bodyStale = true;
     if (this.el.open) this.renderBody();
+  }
+
+  proposal() {
+    const output = this.part?.output;
+    return output && typeof output === "object" && output.proposal && typeof output.proposal === "object"
+      ? output.proposal
+      : null;
   }
 
   renderBody() {
@@ -170,14 +232,21 @@ export class ToolCard {
     const summary = this.activity?.summary;
     const status = this.currentStatus();
     const output = this.part?.output;
-    const failure = output && typeof output === "object" && typeof output.message === "string" ? output.message : "";
+    const proposal = this.proposal();
+    if (proposal) nodes.push(proposalBody(proposal));
+    const failure =
+      !proposal && output && typeof output === "object" && typeof output.message === "string" ? output.message : "";
     // A card's summary is cut at 160 characters; when it is the start of the call's own
     // failure message (an operator's fix, say), the body shows that message whole.
     const cut = summary && summary.endsWith("…") && failure.startsWith(summary.slice(0, -1));
-    if (cut && status !== "succeeded") nodes.push(el("p", "tool-summary error", failure));
+    if (proposal) {
+      // the readback says what happens; the card's summary would only repeat it
+    } else if (cut && status !== "succeeded") nodes.push(el("p", "tool-summary error", failure));
     else if (summary) nodes.push(el("p", status === "succeeded" ? "tool-summary" : "tool-summary error", summary));
     else if (failure && status !== "succeeded") nodes.push(el("p", "tool-summary error", failure));
-    if (this.part && BODIES[this.part.name]) {
+    if (proposal) {
+      // the readback is what the owner decides on; the raw input and result add nothing
+    } else if (this.part && BODIES[this.part.name]) {
       nodes.push(...BODIES[this.part.name](this.part.input, output));
     } else if (this.part) {
       nodes.push(el("div", "tool-section", "Input"), el("pre", "tool-json", prettyJson(this.part.input ?? {})));

@@ -52,7 +52,24 @@ export class ConversationView extends EventStream {
     this.backlogTimer = 0;
     this.loaded = false;
     this.message = null; // a message to bring into view once loaded (a search result)
+    this.root.addEventListener("flarebot:write-proposal", (event) => this.decideProposal(event.detail));
     ui.inner.replaceChildren(this.root);
+  }
+
+  /** The owner's Confirm or Dismiss of a proposed write; the event that follows updates every tab. */
+  async decideProposal({ proposalId, decision, said }) {
+    try {
+      await api(`/api/conversations/${this.id}/write-proposals/${proposalId}/`, {
+        method: "POST",
+        body: { decision },
+        signal: this.abort.signal,
+      });
+    } catch (error) {
+      if (isAbort(error)) return;
+      said.textContent = error instanceof ApiError ? error.message : "Flarebot could not be reached; try again.";
+      said.dataset.kind = "error";
+      for (const button of said.parentElement?.querySelectorAll("button") || []) button.disabled = false;
+    }
   }
 
   dispose() {

@@ -11,6 +11,7 @@ from conversations import selectors, services
 from conversations.models import Conversation, ConversationState
 from conversations.signals import conversation_torn_down
 from flarebot.core.errors import InvalidInput, NotFound
+from tools.models import WriteProposal
 
 
 @pytest.fixture
@@ -134,3 +135,22 @@ def test_it_keeps_a_repeated_delete_from_moving_the_deletion_time(db):
     services.conversation_delete(conversation_id=conversation.id)
 
     assert Conversation.objects.get().deletion_requested_at == first
+
+
+def test_a_deleted_conversations_proposed_writes_go_with_it(db, torn_down):
+    conversation = services.conversation_create(name="Read the web")
+    kept = services.conversation_create(name="Kept")
+    for owner in (conversation, kept):
+        WriteProposal.objects.create(
+            conversation_id=owner.id,
+            turn_id=uuid.uuid4(),
+            tool_call_id="m1",
+            tool="remember",
+            input={"content": "A secret fact."},
+            readback={"title": "Remember a new fact", "lines": ["A secret fact."]},
+        )
+    services.conversation_delete(conversation_id=conversation.id)
+
+    assert services.conversation_teardown(conversation_id=conversation.id) is True
+
+    assert list(WriteProposal.objects.values_list("conversation_id", flat=True)) == [kept.id]

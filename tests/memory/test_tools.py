@@ -105,6 +105,7 @@ def context_for(conversation_id: uuid.UUID, tool_call_id: str, **overrides: Any)
         "report_progress": no_progress,
         "provider_key": no_key,
         "conversation_live": lambda: True,
+        "untrusted_read": lambda: False,
     }
     return ToolContext(**{**values, **overrides})
 
@@ -485,3 +486,38 @@ async def test_the_selection_reads_the_database_on_a_worker_thread(anthropic):
     block = await db(memory_prompt_block)(text="my cat")
 
     assert MISO in block
+
+
+@pytest.mark.parametrize(
+    ("tool", "title", "lines"),
+    [
+        ("update_memory", "Change a remembered fact", ["Now: My cat is called Miso.", "New: My cat is called Mochi."]),
+        ("forget", "Forget a remembered fact", ["My cat is called Miso."]),
+    ],
+)
+async def test_in_a_conversation_that_read_the_web_a_change_is_proposed_with_the_fact_as_it_is(tool, title, lines):
+    fact = await orm(services.fact_create)(content="My cat is called Miso.")
+    conversation_id = uuid.uuid4()
+    data = {"id": str(fact.id), "version": 1}
+    if tool == "update_memory":
+        data["content"] = "My cat is called Mochi."
+    context = context_for(conversation_id, "call-1", untrusted_read=lambda: True)
+
+    result = await tool_get(tool).run(context, data)
+
+    assert result["error"] == "needs_confirmation"
+    assert result["proposal"]["readback"] == {"title": title, "lines": lines}
+    stored = await orm(Fact.objects.get)(id=fact.id)
+    assert (stored.content, stored.version, stored.state) == ("My cat is called Miso.", 1, FactState.ACTIVE)
+    # Replayed after a lost reply: the same proposal, still nothing written.
+    again = await tool_get(tool).run(context, data)
+    assert again["proposal"]["id"] == result["proposal"]["id"]
+
+
+async def test_a_proposal_of_a_fact_that_memory_would_refuse_is_refused_at_once():
+    context = context_for(uuid.uuid4(), "call-1", untrusted_read=lambda: True)
+
+    result = await tool_get("remember").run(context, {"content": "x" * (services.MAX_CONTENT + 1)})
+
+    assert result["error"] == "fact_too_long"
+    assert "proposal" not in result

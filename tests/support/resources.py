@@ -25,11 +25,15 @@ def claim_redis_db(base_url: str, run_id: str) -> str:
     """Claim an unused Redis database number (1-15) for this run, flush it, return its URL.
 
     Every run claims with SET NX, so two runs on one machine never share a database; a
-    claim left by a crashed run expires.
+    claim left by a crashed run expires. A process of a run that claimed already (a
+    command started with the run's id) gets the run's own database back.
     """
     base_url = base_url.rstrip("/")
-    for db in range(1, 16):
-        client = redis.Redis.from_url(f"{base_url}/{db}")
+    clients = [redis.Redis.from_url(f"{base_url}/{db}") for db in range(1, 16)]
+    for db, client in enumerate(clients, start=1):
+        if client.get(CLAIM_KEY) == run_id.encode():
+            return f"{base_url}/{db}"
+    for db, client in enumerate(clients, start=1):
         if client.set(CLAIM_KEY, run_id, nx=True, ex=CLAIM_SECONDS):
             for key in client.scan_iter(count=1000):
                 if key != CLAIM_KEY.encode():

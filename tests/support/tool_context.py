@@ -18,6 +18,7 @@ def tool_context(
     turn_id: uuid.UUID | None = None,
     tool_call_id: str = "call-1",
     live: Callable[[], bool] = lambda: True,
+    untrusted: Callable[[], bool] = lambda: False,
     progress: list[dict[str, Any]] | None = None,
 ) -> ToolContext:
     stored = dict(keys or {})
@@ -39,4 +40,5 @@ def tool_context(
         report_progress=report_progress,
         provider_key=provider_key,
         conversation_live=live,
+        untrusted_read=untrusted,
     )

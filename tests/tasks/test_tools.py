@@ -35,6 +35,7 @@ def context_for(conversation_id: uuid.UUID, tool_call_id: str = "call-1", **over
         "report_progress": no_progress,
         "provider_key": no_key,
         "conversation_live": lambda: True,
+        "untrusted_read": lambda: False,
     }
     return ToolContext(**{**values, **overrides})
 
@@ -149,3 +150,43 @@ async def test_a_stopped_turn_or_a_deleted_conversation_writes_nothing(conversat
     with pytest.raises(ToolFailed):
         await call("create_task", context_for(mine, conversation_live=lambda: False), data)
     assert await db(lambda: Task.objects.count())() == 0
+
+
+async def test_in_a_conversation_that_read_the_web_a_task_change_is_proposed_and_nothing_changes(conversations):
+    conversation_id, _ = conversations
+    created = await call(
+        "create_task",
+        context_for(conversation_id),
+        {"name": "Water", "instructions": "Water the plants.", "schedule": WEEKLY},
+    )
+    task = created["task"]
+    tainted = context_for(conversation_id, "call-2", untrusted_read=lambda: True)
+
+    update = await call(
+        "update_task", tainted, {"id": task["id"], "expected_version": 1, "enabled": False, "name": "Exfiltrate"}
+    )
+    delete = await call(
+        "delete_task",
+        context_for(conversation_id, "call-3", untrusted_read=lambda: True),
+        {"id": task["id"], "expected_version": 1},
+    )
+
+    assert update["proposal"]["readback"] == {
+        "title": "Change a scheduled task",
+        "lines": ["Task: Water", "New name: Exfiltrate", "Disabled"],
+    }
+    assert delete["proposal"]["readback"] == {"title": "Delete a scheduled task", "lines": ["Name: Water"]}
+    [stored] = await db(lambda: list(Task.objects.all()))()
+    assert (stored.name, stored.enabled, stored.version) == ("Water", True, 1)
+
+
+async def test_a_proposed_task_with_a_bad_schedule_is_refused_at_once(conversations):
+    conversation_id, _ = conversations
+    tainted = context_for(conversation_id, untrusted_read=lambda: True)
+
+    result = await call(
+        "create_task", tainted, {"name": "X", "instructions": "Y", "schedule": {"kind": "cron", "expression": "nope"}}
+    )
+
+    assert result["error"] == "invalid_schedule"
+    assert "proposal" not in result

@@ -399,4 +399,5 @@ BROWSER_READ = Tool(
     available=browser_available,
     concurrency=CONCURRENCY,
     cleanup=browser_cleanup,
+    reads_untrusted=True,
 )

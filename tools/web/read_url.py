@@ -86,4 +86,5 @@ READ_URL = Tool(
     effect=Effect.READ,
     label="Reading a page",
     summarize=summary_of,
+    reads_untrusted=True,
 )

@@ -256,4 +256,5 @@ WEB_SEARCH = Tool(
     label="Searching the web",
     summarize=summary_of,
     available=search_available,
+    reads_untrusted=True,
 )
