@@ -10,6 +10,20 @@ checked address itself (pinned: Chromium keeps the Host header and, inside the t
 TLS server name). A refused target gets a 403 and is remembered for a minute
 (`refusal_for`), so browser_read can say why a navigation failed.
 
+A client connection carries exactly one request, checked on its own (credential, target,
+refusal memory), and is then closed. A CONNECT forwards nothing of its head; after the
+200 the tunnel's bytes go to the checked address (Chromium tunnels `ws` WebSockets too).
+A plain request goes upstream with a head the proxy rebuilds, without any hop-by-hop
+field (the credential among them) and with `Connection: close`, followed by exactly the
+body its `Content-Length` declares; its one answer comes back marked `Connection: close`
+(`tools.network.http1`). So nothing of a connection past its first request is passed on,
+whatever the client pipelines or the upstream answers (`keep-alive`, HTTP/1.0), and
+Chromium sends its next request on a new connection, checked like the first. Why not
+serve a loop of requests per connection: the proxy would have to find where each request
+and each answer ends on a shared connection, and one mistake there would carry a request
+past the checks or an answer to another site's request; one request per connection
+costs a loopback connection per plain-http request and rules both out.
+
 Only the browser Flarebot launched may use it: the proxy asks every request for a
 credential made at random for this process (`Proxy-Authorization: Basic`, answered with a
 407 otherwise), which Chromium is given at launch and supplies for its pages. Chromium's
@@ -39,19 +53,17 @@ from contextlib import suppress
 
 from yarl import URL
 
-from tools.network.policy import Refused, url_check
+from tools.network import http1
+from tools.network.http1 import CHUNK, HEAD_MAX
+from tools.network.policy import Refused, Target, url_check
 from tools.network.resolver import addresses_checked
 
 logger = logging.getLogger(__name__)
 
-HEAD_MAX = 64 * 1024
 HEAD_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 10.0
-IDLE_TIMEOUT = 120.0  # a tunnel or response silent this long is closed
-CHUNK = 64 * 1024
 REFUSALS_KEPT = 256
 REFUSAL_MEMORY = 60.0
-_HOP_HEADERS = {b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"}
 USERNAME = "flarebot"
 # Hosts only Chromium itself calls from a page's context, never a page: refused by name.
 CHROMIUM_SERVICES = frozenset({"content-autofill.googleapis.com"})
@@ -119,13 +131,13 @@ class PolicyProxy:
         """The user name and password the browser must give (never logged)."""
         return USERNAME, self._password
 
-    def _authorized(self, header_block: bytes) -> bool:
-        for line in header_block.split(b"\r\n"):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"proxy-authorization":
-                scheme, _, token = value.strip().partition(b" ")
-                return hmac.compare_digest(scheme.lower() + b" " + token.strip(), self._authorization)
-        return False
+    def _authorized(self, request: http1.RequestHead) -> bool:
+        """Whether the request's (first) Proxy-Authorization is this process's credential."""
+        given = request.values(b"proxy-authorization")
+        if not given:
+            return False
+        scheme, _, token = given[0].partition(b" ")
+        return hmac.compare_digest(scheme.lower() + b" " + token.strip(), self._authorization)
 
     def refusal_for(self, host: str, port: int) -> str | None:
         """Why the proxy refused this host and port in the last minute, if it did."""
@@ -143,61 +155,73 @@ class PolicyProxy:
                 self._refusals.popitem(last=False)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        upstream: asyncio.StreamWriter | None = None
+        """Serve the one request of a client connection, then close it."""
         try:
-            async with asyncio.timeout(HEAD_TIMEOUT):
-                head = await reader.readuntil(b"\r\n\r\n")
-            request_line, _, header_block = head.partition(b"\r\n")
-            parts = request_line.split(b" ")
-            if len(parts) != 3:
-                await _reply(writer, 400, "Bad Request")
-                return
-            method, target, version = (part.decode("latin-1") for part in parts)
-            if not self._authorized(header_block):
-                logger.debug("browser proxy: %s %s without the browser's credential, refused", method, target)
-                await _reply(writer, 407, "Proxy Authentication Required")
-                return
-            if method == "CONNECT":
-                raw_url = f"http://{target}/"
-            else:
-                raw_url = target
-                if not target.lower().startswith("http://"):
-                    await _reply(writer, 400, "Bad Request")
-                    return
-            try:
-                checked = url_check(raw_url)
-                if checked.host.rstrip(".") in CHROMIUM_SERVICES:  # the policy gives it in lower case
-                    raise Refused("browser_service", CHROMIUM_SERVICE_REFUSED)
-                addresses = await addresses_checked(checked)
-            except Refused as refused:
-                self._remember_target(raw_url, refused.message)
-                await _reply(writer, 403, "Forbidden", refused=refused.code)
-                return
-            upstream_reader, upstream = await _connect(addresses, checked.port)
-            if upstream is None or upstream_reader is None:
-                await _reply(writer, 502, "Bad Gateway")
-                return
-            if method == "CONNECT":
-                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                await writer.drain()
-            else:
-                path = checked.url.raw_path_qs or "/"
-                lines = [f"{method} {path} {version}".encode("latin-1")]
-                for line in header_block.split(b"\r\n"):
-                    name = line.partition(b":")[0].strip().lower()
-                    if line and name not in _HOP_HEADERS:
-                        lines.append(line)
-                lines.append(b"Connection: close")
-                upstream.write(b"\r\n".join(lines) + b"\r\n\r\n")
-            await _pipe_both(reader, writer, upstream_reader, upstream)
+            request = await self._request_read(reader, writer)
+            if request is not None:
+                await self._serve(request, reader, writer)
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, OSError):
             pass
         except Exception:
             logger.exception("browser proxy connection failed")
         finally:
-            for stream in (writer, upstream):
-                if stream is not None:
-                    stream.close()
+            writer.close()
+
+    async def _request_read(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> http1.RequestHead | None:
+        """Read the connection's request head; answer and return None if it goes no further."""
+        try:
+            async with asyncio.timeout(HEAD_TIMEOUT):
+                request = http1.request_parse(await http1.head_lines(reader))
+        except http1.MessageInvalid:
+            await _reply(writer, 400, "Bad Request")
+            return None
+        if not self._authorized(request):
+            logger.debug(
+                "browser proxy: %s %s without the browser's credential, refused", request.method, request.target
+            )
+            await _reply(writer, 407, "Proxy Authentication Required")
+            return None
+        return request
+
+    async def _serve(
+        self, request: http1.RequestHead, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """Check the request's target, connect to a checked address, and tunnel or forward."""
+        tunnel = request.method == "CONNECT"
+        raw_url = f"http://{request.target}/" if tunnel else request.target
+        try:
+            if not tunnel and not raw_url.lower().startswith("http://"):
+                raise http1.MessageInvalid("not an absolute http URL")
+            body_length = 0 if tunnel else http1.request_body_length(request)
+        except http1.MessageInvalid:
+            await _reply(writer, 400, "Bad Request")
+            return
+        try:
+            checked = url_check(raw_url)
+            if checked.host.rstrip(".") in CHROMIUM_SERVICES:  # the policy gives it in lower case
+                raise Refused("browser_service", CHROMIUM_SERVICE_REFUSED)
+            addresses = await addresses_checked(checked)
+        except Refused as refused:
+            self._remember_target(raw_url, refused.message)
+            await _reply(writer, 403, "Forbidden", refused=refused.code)
+            return
+        upstream_reader, upstream = await _connect(addresses, checked.port)
+        if upstream is None or upstream_reader is None:
+            await _reply(writer, 502, "Bad Gateway")
+            return
+        try:
+            if tunnel:
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                await writer.drain()
+                await _pipe_both(reader, writer, upstream_reader, upstream)
+            else:
+                await _forward(request, checked, body_length, (reader, writer), (upstream_reader, upstream))
+        except http1.MessageInvalid:
+            await _reply(writer, 502, "Bad Gateway")
+        finally:
+            upstream.close()
 
     def _remember_target(self, raw_url: str, message: str) -> None:
         with suppress(ValueError):
@@ -231,6 +255,25 @@ async def _reply(writer: asyncio.StreamWriter, status: int, reason: str, *, refu
         await writer.drain()
 
 
+async def _forward(
+    request: http1.RequestHead,
+    checked: Target,
+    body_length: int,
+    client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+) -> None:
+    """Send the request upstream, its head rebuilt, with exactly its body; relay the one answer."""
+    upstream[1].write(http1.request_head_forwarded(request, checked.url.raw_path_qs or "/"))
+    # The body goes up while the answer comes down: a site may answer before reading it all.
+    sending = asyncio.ensure_future(http1.copy_exact(client[0], upstream[1], body_length))
+    try:
+        await http1.response_relay(upstream[0], client[1], bodiless=request.method == "HEAD")
+    finally:
+        sending.cancel()
+        with suppress(asyncio.CancelledError, Exception):
+            await sending
+
+
 async def _pipe_both(
     client_reader: asyncio.StreamReader,
     client_writer: asyncio.StreamWriter,
@@ -238,8 +281,8 @@ async def _pipe_both(
     upstream_writer: asyncio.StreamWriter,
 ) -> None:
     """Copy bytes both ways until either side closes or stays silent for IDLE_TIMEOUT."""
-    up = asyncio.ensure_future(_pipe(client_reader, upstream_writer))
-    down = asyncio.ensure_future(_pipe(upstream_reader, client_writer))
+    up = asyncio.ensure_future(http1.copy_until_eof(client_reader, upstream_writer))
+    down = asyncio.ensure_future(http1.copy_until_eof(upstream_reader, client_writer))
     try:
         await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
         if down.done():
@@ -253,13 +296,3 @@ async def _pipe_both(
             task.cancel()
             with suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    while True:
-        async with asyncio.timeout(IDLE_TIMEOUT):
-            data = await reader.read(CHUNK)
-        if not data:
-            return
-        writer.write(data)
-        await writer.drain()
