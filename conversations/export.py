@@ -2,6 +2,13 @@
 
 Everything the transcript holds goes in (text, tool calls with their input and output,
 the sources tools cited); nothing else does: no key, no setting, no event log.
+
+The Markdown file is opened in viewers we do not control, so text that reached us from
+the web or the model and that we place inside Markdown syntax (the conversation's name
+in the heading, tool names, source titles as link text, source URLs as link targets)
+goes through `_md_text` (text) or `_md_target` (a link target, http(s) only): it reads
+as literal text and cannot close a link, open one, or inject HTML or an image. Message text is the message itself and is
+kept as written.
 """
 
 from __future__ import annotations
@@ -12,15 +19,29 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from django.utils import timezone
 
 from conversations.models import Conversation, ConversationState, Message, MessageRole
 from conversations.serializers import conversation_json, message_json
 from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.text import strip_disguising_characters
 from flarebot.core.times import iso
 
 FORMATS = ("md", "json")
+
+# Characters that mean something inline in CommonMark or its common extensions (GFM's
+# strikethrough, math), and `#` (a heading's closing sequence): backslash-escaped, each
+# one reads as itself.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#~&$])")
+# At the start of a line (a list item's text), these would open a list of their own.
+_MD_LIST_MARK = re.compile(r"^(\d+)([.)])|^([-+])")
+# Characters a link target keeps as they are: RFC 3986's unreserved and reserved ones, and
+# `%` (so existing escapes stay). Anything else (spaces, `<`, `>`, backslashes, quotes,
+# non-ASCII) is percent-encoded, so the target stays one target inside `<...>`.
+_URL_SAFE = "-._~:/?#[]@!$&'()*+,;=%"
+_WEB_URL = re.compile(r"https?://[^/?#\s]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -59,8 +80,34 @@ def _file_name(name: str) -> str:
     return kept[:100]
 
 
+def _md_text(raw: object) -> str:
+    """Return untrusted text as Markdown that reads as exactly that text, on one line."""
+    text = strip_disguising_characters(str(raw))
+    text = " ".join("".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text).split())
+    escaped = _MD_SPECIAL.sub(r"\\\1", text)
+    return _MD_LIST_MARK.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", escaped)
+
+
+def _md_target(raw: object) -> str | None:
+    """Return an absolute http(s) URL as a `<...>` link target, or None for anything else."""
+    url = str(raw or "")
+    if not _WEB_URL.match(url):
+        return None  # javascript:, data:, relative and scheme-less URLs never become links
+    return "<" + quote(url, safe=_URL_SAFE) + ">"
+
+
+def _md_source(source: dict[str, Any]) -> str:
+    """Return a source as a list item: a link to its final URL, or only its title if that is no web URL."""
+    url = source.get("final_url")
+    label = _md_text(source.get("title") or url or "untitled")
+    target = _md_target(url)
+    if target is None:
+        return f"- {label}"
+    return f"- [{label}]({target})"
+
+
 def _markdown(conversation: Conversation, messages: list[Message]) -> str:
-    lines = [f"# {conversation.name}", "", f"Exported from Flarebot on {iso(timezone.now())}.", ""]
+    lines = [f"# {_md_text(conversation.name)}", "", f"Exported from Flarebot on {iso(timezone.now())}.", ""]
     for message in messages:
         who = "You" if message.role == MessageRole.USER else "Flarebot"
         lines += [f"## {who} · {iso(message.created_at)}", ""]
@@ -75,7 +122,7 @@ def _markdown(conversation: Conversation, messages: list[Message]) -> str:
                     sources += [s for s in output.get("sources", []) if isinstance(s, dict)]
         if sources:
             lines += ["Sources:", ""]
-            lines += [f"- [{s.get('title') or s.get('final_url')}]({s.get('final_url')})" for s in sources]
+            lines += [_md_source(s) for s in sources]
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -84,7 +131,7 @@ def _tool_part(part: dict[str, Any]) -> list[str]:
     status = part.get("status") or ("succeeded" if part.get("output") is not None else "interrupted")
     fence = "````"  # longer than any fence a JSON string could hold on its own line
     return [
-        f"Tool call `{part.get('name')}` ({status}):",
+        f"Tool call {_md_text(part.get('name'))} ({_md_text(status)}):",
         "",
         f"{fence}json",
         json.dumps({"input": part.get("input"), "output": part.get("output")}, ensure_ascii=False, indent=2),

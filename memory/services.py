@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from flarebot.core.text import has_control_characters, utf16_length
+from flarebot.core.text import has_control_characters, has_disguising_characters, has_lone_surrogates, utf16_length
 from memory.errors import FactConflict, FactInvalid, FactNotFound, FactTooLong, MemoryFull, WriteAbandoned
 from memory.models import Fact, FactState
 from memory.rows import facts_add_lock
@@ -38,10 +38,12 @@ def _always() -> bool:
 
 def fact_content_check(content: str) -> None:
     """Refuse text that may not be a fact's, before anything is written."""
-    if any("\ud800" <= character <= "\udfff" for character in content):
+    if has_lone_surrogates(content):
         raise FactInvalid("content: not valid text (a lone UTF-16 surrogate).")
     if has_control_characters(content, allow="\n\t"):
         raise FactInvalid("content: only tabs and line breaks may be control characters.")
+    if has_disguising_characters(content):  # the rule names keep: a fact must read as what it holds
+        raise FactInvalid("content: must not contain direction controls or invisible characters.")
     if not content.strip():
         raise FactInvalid("content: must not be blank.")
     if utf16_length(content) > MAX_CONTENT:

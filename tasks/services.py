@@ -25,7 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations.models import Conversation, ConversationState
-from flarebot.core.text import has_control_characters, has_disguising_characters, utf16_length
+from flarebot.core.text import has_control_characters, has_disguising_characters, has_lone_surrogates, utf16_length
 from tasks.arming import schedule_arm, schedule_disarm
 from tasks.errors import ConversationNotFound, TaskConflict, TaskIdConflict, TaskInvalid, TaskNotFound, TasksFull
 from tasks.models import ScheduleKind, Task, TaskState
@@ -53,7 +53,7 @@ def name_clean(raw: str) -> str:
     """Check a task's name (1-120 UTF-16 code units, no control or invisible characters) and trim it."""
     if not 1 <= utf16_length(raw) <= NAME_MAX:
         raise TaskInvalid(f"name: 1-{NAME_MAX} characters.")
-    if has_control_characters(raw) or has_disguising_characters(raw) or _surrogate(raw):
+    if has_control_characters(raw) or has_disguising_characters(raw) or has_lone_surrogates(raw):
         raise TaskInvalid("name: must not contain control characters, direction controls or invisible characters.")
     if not raw.strip():
         raise TaskInvalid("name: must not be blank.")
@@ -64,15 +64,11 @@ def instructions_clean(raw: str) -> str:
     """Check a task's instructions: 1-8,000 UTF-16 code units, tabs and line breaks the only controls."""
     if utf16_length(raw) > INSTRUCTIONS_MAX:
         raise TaskInvalid(f"instructions: at most {INSTRUCTIONS_MAX:,} characters (UTF-16 code units).")
-    if has_control_characters(raw, allow="\n\t") or _surrogate(raw):
+    if has_control_characters(raw, allow="\n\t") or has_lone_surrogates(raw):
         raise TaskInvalid("instructions: only tabs and line breaks may be control characters.")
     if not raw.strip():
         raise TaskInvalid("instructions: must not be blank.")
     return raw
-
-
-def _surrogate(text: str) -> bool:
-    return any("\ud800" <= character <= "\udfff" for character in text)
 
 
 def task_input_clean(*, name: Any, instructions: Any, schedule: Any, enabled: Any) -> TaskInput:

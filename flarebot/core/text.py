@@ -15,7 +15,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # Characters that change how a text reads without being seen: bidirectional embeddings,
 # overrides and isolates (U+202E shows "gpj.exe" as "exe.jpg"), the invisible direction
 # marks (LRM, RLM, ALM), and zero-width characters (two names that look the same but
-# differ). Names refuse them; titles made from message text strip them.
+# differ). Names and memory facts refuse them; titles made from message text and the
+# Markdown export strip them.
 DISGUISING_CHARACTERS = frozenset(
     "\u202a\u202b\u202c\u202d\u202e"  # LRE, RLE, PDF, LRO, RLO
     "\u2066\u2067\u2068\u2069"  # LRI, RLI, FSI, PDI

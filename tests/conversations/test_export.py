@@ -59,7 +59,7 @@ def test_it_downloads_the_whole_conversation_as_markdown(owner_client, conversat
     assert "What does a sink cost?" in text
     assert "About **200 €**." in text
     assert '"query": "sink price"' in text  # the tool call, with its input and output
-    assert "- [Sinks](https://shop.example/sinks)" in text
+    assert "- [Sinks](<https://shop.example/sinks>)" in text
     assert KEY not in text
 
 
@@ -106,3 +106,41 @@ def test_it_answers_404_for_an_unknown_or_deleted_conversation_and_keeps_it_priv
 ):
     assert owner_client.get(url(uuid.uuid4(), "md")).status_code == 404
     assert anonymous_client.get(url(conversation.id, "md")).status_code == 401
+
+
+def test_it_writes_names_titles_urls_and_tool_names_from_the_web_as_literal_text(owner_client, owner):
+    conversation = conversation_create(name="Plan [x](javascript:alert(1)) <img src=x onerror=alert(1)> #")
+    turn, _ = turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text="Read these.")
+    sources = [
+        {"title": "x](javascript:alert(1)) [y", "final_url": "https://shop.example/a b)<c>\\d"},
+        {"title": "![pic](https://evil.example/p.png)", "final_url": "javascript:alert(1)"},
+        {"title": "", "final_url": "data:text/html,<script>alert(1)</script>"},
+        {"title": "- a list\nof its own &amp; *more*", "final_url": " https://leading-space.example/"},
+        {"title": "1. First", "final_url": "HTTPS://shop.example/ü?q=1&r=(2)"},
+    ]
+    parts = [
+        {
+            "type": "tool",
+            "tool_call_id": "c1",
+            "name": "web`search](javascript:x)",
+            "input": {"query": "q"},
+            "output": {"ok": True, "sources": sources},
+            "status": "succeeded",
+        }
+    ]
+    Message.objects.create(
+        conversation=conversation, turn=turn, role=MessageRole.ASSISTANT, ordinal=2 * turn.ordinal + 1, parts=parts
+    )
+
+    lines = owner_client.get(url(conversation.id, "md")).content.decode().splitlines()
+
+    assert lines[0] == r"# Plan \[x\](javascript:alert(1)) \<img src=x onerror=alert(1)\> \#"
+    assert r"Tool call web\`search\](javascript:x) (succeeded):" in lines
+    assert lines[lines.index("Sources:") + 1 :] == [
+        "",
+        r"- [x\](javascript:alert(1)) \[y](<https://shop.example/a%20b)%3Cc%3E%5Cd>)",
+        r"- !\[pic\](https://evil.example/p.png)",
+        r"- data:text/html,\<script\>alert(1)\</script\>",
+        r"- \- a list of its own \&amp; \*more\*",
+        r"- [1\. First](<HTTPS://shop.example/%C3%BC?q=1&r=(2)>)",
+    ]

@@ -76,6 +76,46 @@ def test_it_refuses_invalid_text_and_writes_nothing(content, why):
 
 
 @pytest.mark.parametrize(
+    "content",
+    [
+        "The invoice is invoice\u202egpj.exe",  # RLO: reads as "invoice.exe.jpg"
+        "\u2066isolated\u2069 text",
+        "left\u200eto\u200fright marks",
+        "zero\u200bwidth space",
+        "a joiner\u200dbetween letters",
+        "\ufeffbyte order mark",
+    ],
+    ids=["rlo", "isolates", "direction-marks", "zero-width-space", "zwj-between-letters", "bom"],
+)
+def test_it_refuses_the_characters_a_name_refuses_and_writes_nothing(content):
+    services.fact_create(content="Already here.")
+    before = rows()
+
+    with pytest.raises(FactInvalid, match="must not contain direction controls or invisible characters") as refused:
+        services.fact_create(content=content)
+
+    assert refused.value.code == "invalid_fact"
+    assert rows() == before
+
+
+def test_it_keeps_an_emoji_joined_by_zwj_as_names_do():
+    text = "The owner codes 👩\u200d💻 and flies 🏳️\u200d🌈,\n\tboth on weekends."
+
+    fact = services.fact_create(content=text)
+
+    assert Fact.objects.get(id=fact.id).content == text
+
+
+def test_an_update_refuses_them_too_and_keeps_the_fact():
+    fact = services.fact_create(content="Miso is a cat.")
+
+    with pytest.raises(FactInvalid, match="direction controls"):
+        services.fact_update(fact_id=fact.id, content="Miso is a \u202etac.", version=1)
+
+    assert Fact.objects.values_list("content", "version").get(id=fact.id) == ("Miso is a cat.", 1)
+
+
+@pytest.mark.parametrize(
     ("content", "accepted"),
     [
         ("x" * 1000, True),

@@ -328,6 +328,31 @@ async def test_invalid_input_never_reaches_the_memory(anthropic, fake_providers,
     assert await facts() == [(MISO, "active", 1)]
 
 
+async def test_the_tools_refuse_direction_controls_and_invisible_characters(anthropic, fake_providers, cancels):
+    fact = await orm(services.fact_create)(content=MISO)
+    fake_providers.script(
+        [
+            Call("r", "remember", {"content": "Pay invoice\u202egpj.exe today."}),
+            Call("u", "update_memory", {"id": str(fact.id), "content": "The cat is Mi\u200bso.", "version": 1}),
+        ],
+        [Text("Both refused.")],
+    )
+    conversation_id = await new_conversation()
+
+    await ask(conversation_id, "Remember these.", cancels)
+
+    results = tool_results_sent(anthropic, fake_providers.requests[1].body)
+    assert {call: (result["ok"], result["error"]) for call, result in results.items()} == {
+        "r": (False, "invalid_fact"),
+        "u": (False, "invalid_fact"),
+    }
+    assert all("direction controls or invisible characters" in result["message"] for result in results.values())
+    assert await facts() == [(MISO, "active", 1)]
+    assert [summary for _, _, _, summary in await final_cards(conversation_id)] == [
+        "Not stored: the text is not a valid fact"
+    ] * 2
+
+
 async def test_a_write_checks_the_turn_and_the_conversation_inside_its_own_transaction(anthropic):
     conversation_id = await new_conversation()
     fact = await orm(services.fact_create)(content=MISO)

@@ -153,6 +153,7 @@ class FixtureWeb:
             "/redirect-relative": lambda r: _redirect("/article"),
             "/redirect-loop": lambda r: _redirect("/redirect-loop"),
             "/redirect-localhost": lambda r: _redirect(f"http://localhost:{self.port}/article"),
+            "/redirect-numeric": lambda r: _redirect(f"http://2130706433:{self.port}/article"),
             "/js-only": lambda r: web.Response(text=JS_ONLY, content_type=html),
             "/static/js-only.js": lambda r: web.Response(text=JS_ONLY_SCRIPT, content_type="text/javascript"),
             "/late": lambda r: web.Response(text=LATE_SELECTOR, content_type=html),

@@ -12,7 +12,12 @@ The rules, each in one place here:
   metadata addresses are refused, and so are IPv6 forms that embed a refused IPv4 one.
 - The operator's allowlist (`FLAREBOT_NETWORK_ALLOW`): exact `host:port` entries, matched
   against the host as the URL spells it, that skip the host and address checks. Nothing
-  else does.
+  else does. Another spelling of an allowlisted address (`127.1`, `2130706433`, `0x7f.1`
+  for `127.0.0.1`) is refused with a message that says so. A URL that Chromium parsed
+  first (a page's redirect, link or subresource, seen by the browser proxy and the
+  browser tools' routes) already has its numeric host in the dotted form: there the
+  original spelling is gone, and an allowlisted address is matched however the page
+  wrote it. The URLs the agent gives are checked here before Chromium sees them.
 
 Failures are `Refused` with a classified, safe message (no URL, no address).
 """
@@ -52,6 +57,11 @@ _DOT_VARIANTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 _NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+OTHER_SPELLING = (
+    "This address is allowed only as the operator's allowlist spells it (dotted decimal, or "
+    "the shortest IPv6 form); other spellings of it are refused."
+)
 
 
 def _networks(*entries: tuple[str, str]) -> list[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str]]:
@@ -158,6 +168,8 @@ def url_check(raw: object) -> Target:
     host = url.raw_host
     literal = _is_literal(raw_host) or _is_literal(host)
     if not allowed:
+        if literal and (_url_parser_address(raw_host), url.port) in settings.CONFIG.network_allow:
+            raise Refused("ip_literal", OTHER_SPELLING)
         if literal:
             raise Refused("ip_literal", "URLs naming an IP address are refused; use a host name.")
         problem = host_refusal(host)
@@ -207,6 +219,45 @@ def _is_literal(host: str) -> bool:
     if last and all(ch.isdigit() or unicodedata.category(ch) == "Nd" for ch in last):
         return True
     return last.startswith("0x") and all(ch in "0123456789abcdef" for ch in last[2:])
+
+
+def _url_parser_address(host: str) -> str | None:
+    """Return the address a browser's URL parser reads host as (`127.0.0.1`, `[::1]`), or None for a name.
+
+    The WHATWG URL standard's IPv4 parser: one to four dot-separated numbers, each
+    decimal, octal (a leading 0) or hex (`0x`), the last filling the remaining bytes.
+    """
+    normal = unicodedata.normalize("NFKC", host).translate(_DOT_VARIANTS).lower()
+    if normal.startswith("[") and normal.endswith("]"):
+        try:
+            return f"[{ipaddress.IPv6Address(normal[1:-1]).compressed}]"
+        except ValueError:
+            return None
+    parts = normal.split(".")
+    if len(parts) > 1 and not parts[-1]:
+        parts.pop()
+    numbers = [_url_parser_number(part) for part in parts]
+    if not 1 <= len(numbers) <= 4 or any(number is None for number in numbers):
+        return None
+    *leading, last = [number for number in numbers if number is not None]
+    if any(number > 255 for number in leading) or last >= 256 ** (4 - len(leading)):
+        return None
+    value = last + sum(number << (8 * (3 - index)) for index, number in enumerate(leading))
+    return str(ipaddress.IPv4Address(value))
+
+
+def _url_parser_number(part: str) -> int | None:
+    """One part of a WHATWG IPv4 host as a number, or None if it is no number."""
+    digits, radix = part, 10
+    if part.startswith("0x"):
+        digits, radix = part[2:], 16
+    elif len(part) > 1 and part.startswith("0"):
+        digits, radix = part[1:], 8
+    if not digits:
+        return 0 if part else None
+    if not digits.isascii() or any(ch not in "0123456789abcdef"[:radix] for ch in digits):
+        return None
+    return int(digits, radix)
 
 
 def host_refusal(host: str) -> str | None:

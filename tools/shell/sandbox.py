@@ -10,7 +10,8 @@ The container: the sandbox image as uid 1000, `bash -c` the command under
 root with tmpfs `/workspace` (its working directory and home) and `/tmp`, every
 capability dropped, `no-new-privileges`, pids, memory and CPU limits, no environment
 of ours, no mounts, no published ports, no log driver (output is read through attach
-only), and network `none` unless the operator named one (`FLAREBOT_SHELL_NETWORK`).
+only), host details in /proc masked (`MASKED_PATHS`), and network `none` unless the
+operator named one (`FLAREBOT_SHELL_NETWORK`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,28 @@ WORKSPACE_SIZE = "64m"
 TMP_SIZE = "16m"
 NOFILE_LIMIT = 1024
 USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
+
+# Paths of /proc and /sys the container sees as empty (the engine mounts /dev/null or a
+# read-only tmpfs over them). A list given replaces the engine's own, so the engine's
+# defaults (moby's `oci.DefaultSpec`, checked against the engine by the hardening tests)
+# come first; then what tells of the host: its kernel's build configuration and its boot
+# command line. The mount table (`/proc/self/mounts`) cannot be masked by path: each
+# process has its own, and a mask covers only the process that set it up.
+MASKED_PATHS = (
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+    "/proc/config.gz",
+    "/proc/cmdline",
+)
 
 OUTPUT_CAP = 32 * 1024  # bytes of stdout and stderr together
 POLL = 0.1  # seconds between looks at `stop` and the deadline while output is awaited
@@ -167,6 +190,7 @@ class Sandbox:
             log_config={"type": "none"},
             shm_size="16m",
         )
+        host_config["MaskedPaths"] = list(MASKED_PATHS)  # the SDK has no argument for it
         try:
             api.create_container(
                 SANDBOX_IMAGE,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 
 from tests.tools.shell.conftest import call
-from tools.shell.sandbox import CPU_LIMIT, MEMORY_LIMIT, PIDS_LIMIT
+from tools.shell.engine import SANDBOX_IMAGE
+from tools.shell.sandbox import CPU_LIMIT, MASKED_PATHS, MEMORY_LIMIT, PIDS_LIMIT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,3 +98,29 @@ async def test_it_stops_a_command_that_takes_all_its_memory():
     output = await run("python3 -c 'x = bytearray(900 * 1024 * 1024)'; echo exit=$?")
 
     assert output["stdout"].strip() in {"exit=137", "exit=1"}  # killed by the OOM killer, or MemoryError
+
+
+async def test_it_shows_nothing_of_the_host_kernels_configuration_or_boot_command_line():
+    output = await run(
+        "wc -c < /proc/config.gz; wc -c < /proc/cmdline; wc -c < /proc/timer_list; "
+        "zcat /proc/config.gz | head -c 200; cat /proc/cmdline | head -c 200"
+    )
+
+    # The last of the three: one of the engine's own masks, still there.
+    assert output["stdout"] == "0\n0\n0\n"
+    assert "unexpected end of file" in output["stderr"]
+
+
+def test_the_masked_paths_keep_every_one_the_engine_masks_by_default(engine):
+    # A list given replaces the engine's defaults: a path the engine masks by default and
+    # MASKED_PATHS lacks would be readable in the sandbox but not in a plain container.
+    container = engine.api.create_container(
+        SANDBOX_IMAGE, command=["true"], name=f"flarebot-defaults-{uuid.uuid4().hex[:12]}", network_disabled=True
+    )
+    try:
+        defaults = engine.api.inspect_container(container["Id"])["HostConfig"]["MaskedPaths"]
+    finally:
+        engine.api.remove_container(container["Id"], force=True)
+
+    assert defaults
+    assert set(defaults) <= set(MASKED_PATHS)

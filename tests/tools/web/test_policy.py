@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from tests.support.fake_dns import FakeDns
-from tools.network.policy import Refused, address_refusal, url_check
+from tools.network.policy import OTHER_SPELLING, Refused, address_refusal, url_check
 from tools.network.resolver import addresses_checked
 
 LOOPBACK_SPELLINGS = [
@@ -300,6 +300,52 @@ def test_it_keeps_other_spellings_of_an_allowlisted_address_refused(url, allow):
 
     with pytest.raises(Refused):
         url_check(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.1:8080/",
+        "http://127.0.1:8080/",
+        "http://2130706433:8080/",
+        "http://0x7f.1:8080/",
+        "http://0x7f000001:8080/",
+        "http://0177.0.0.1:8080/",
+        "http://017700000001:8080/",
+        "http://127.0.0.1.:8080/",
+        "http://１２７.0.0.1:8080/",
+    ],
+)
+def test_it_says_an_allowlisted_address_is_allowed_only_as_the_allowlist_spells_it(url, allow):
+    allow(("127.0.0.1", 8080))
+
+    with pytest.raises(Refused) as refused:
+        url_check(url)
+
+    assert (refused.value.code, refused.value.message) == ("ip_literal", OTHER_SPELLING)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.1:8081/", "http://2130706434:8080/", "http://[::ffff:127.0.0.1]:8080/", "http://0x7f.1.1.1.1:8080/"],
+    ids=["other-port", "other-address", "mapped-ipv6", "five-parts"],
+)
+def test_it_refuses_other_addresses_and_ports_as_any_ip_literal(url, allow):
+    allow(("127.0.0.1", 8080))
+
+    with pytest.raises(Refused) as refused:
+        url_check(url)
+
+    assert refused.value.message == "URLs naming an IP address are refused; use a host name."
+
+
+def test_it_says_the_same_of_a_longer_spelling_of_an_allowlisted_ipv6_address(allow):
+    allow(("[::1]", 8080))
+
+    with pytest.raises(Refused) as refused:
+        url_check("http://[0:0::1]:8080/")
+
+    assert refused.value.message == OTHER_SPELLING
 
 
 def test_it_matches_an_allowlisted_ipv6_entry_exactly(allow):
