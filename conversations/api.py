@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import selectors, services
-from conversations.search import conversations_search
+from conversations.search import RESULTS_MAX, conversations_search
 from conversations.serializers import conversation_json
+from conversations.services import NAME_MAX_UTF16
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
+from flarebot.core.schema import BODY_STATUSES, described, errors, list_of, path_id, text_rule
+from memory.query import QUERY_MAX
+
+NAME = text_rule(
+    max_utf16=NAME_MAX_UTF16,
+    disguising=True,
+    description="No control characters, direction controls or invisible characters (the server also takes a "
+    "zero-width joiner inside an emoji sequence, which this pattern refuses); trimmed.",
+)
 
 
 class ConversationCreateInput(StrictSerializer):
-    name = StringField(required=False)
+    """A new conversation; without a name, its first message titles it."""
+
+    name = described(NAME, StringField(required=False))
 
 
 class ConversationRenameInput(StrictSerializer):
-    name = StringField()
+    """The conversation's new name."""
+
+    name = described(NAME, StringField())
 
 
 ConversationOutput = inline_serializer(
@@ -31,12 +45,44 @@ ConversationOutput = inline_serializer(
         "updated_at": serializers.DateTimeField(),
     },
 )
+ConversationListOutput = inline_serializer("ConversationList", {"conversations": list_of(ConversationOutput)})
+SearchOutput = inline_serializer(
+    "ConversationSearch",
+    {
+        "results": serializers.ListField(
+            child=inline_serializer(
+                "ConversationSearchResult",
+                {
+                    "conversation": ConversationOutput,
+                    "message_id": serializers.UUIDField(allow_null=True),
+                    "snippet": serializers.CharField(allow_blank=True),
+                },
+            ),
+            max_length=RESULTS_MAX,
+        )
+    },
+)
 
 
 class ConversationListApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("q", str, description="search names and message text instead of listing")],
-        responses=inline_serializer("ConversationList", {"conversations": ConversationOutput}),
+        description="The conversations, newest activity first; with `q`, the best matches of a search instead.",
+        parameters=[
+            OpenApiParameter(
+                "q",
+                text_rule(
+                    max_utf16=QUERY_MAX, refused="", description="Search names and message text instead of listing."
+                ),
+            )
+        ],
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="ConversationListOrSearch",
+                serializers=[ConversationListOutput, SearchOutput],
+                resource_type_field_name=None,
+            ),
+            **errors(400, e400="`invalid_query`: `q` is empty, blank or too long."),
+        },
     )
     def get(self, request: Request) -> Response:
         query = request.query_params.get("q")
@@ -44,7 +90,7 @@ class ConversationListApi(APIView):
             return Response({"results": conversations_search(query=query)})
         return Response({"conversations": [conversation_json(c) for c in selectors.conversation_list()]})
 
-    @extend_schema(request=ConversationCreateInput, responses={201: ConversationOutput})
+    @extend_schema(request=ConversationCreateInput, responses={201: ConversationOutput, **errors(*BODY_STATUSES)})
     def post(self, request: Request) -> Response:
         body = ConversationCreateInput(data=request.data)
         body.is_valid(raise_exception=True)
@@ -52,8 +98,12 @@ class ConversationListApi(APIView):
         return Response(conversation_json(conversation), status=status.HTTP_201_CREATED)
 
 
+@extend_schema(parameters=[path_id("conversation_id")])
 class ConversationDetailApi(APIView):
-    @extend_schema(request=ConversationRenameInput, responses={200: ConversationOutput})
+    @extend_schema(
+        request=ConversationRenameInput,
+        responses={200: ConversationOutput, **errors(*BODY_STATUSES, 404)},
+    )
     def patch(self, request: Request, conversation_id: str) -> Response:
         parsed_id = parse_uuid(conversation_id, what="conversation id")
         body = ConversationRenameInput(data=request.data)
@@ -61,7 +111,11 @@ class ConversationDetailApi(APIView):
         conversation = services.conversation_rename(conversation_id=parsed_id, name=body.validated_data["name"])
         return Response(conversation_json(conversation))
 
-    @extend_schema(responses={204: None})
+    @extend_schema(
+        request=None,
+        description="Deletes the conversation; also 204 for a valid id that does not exist.",
+        responses={204: None, **errors(400)},
+    )
     def delete(self, request: Request, conversation_id: str) -> Response:
         services.conversation_delete(conversation_id=parse_uuid(conversation_id, what="conversation id"))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -7,25 +7,147 @@ from urllib.parse import quote
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import eventlog, selectors, turns
+from conversations.api import ConversationOutput
 from conversations.export import FORMATS, conversation_export
+from conversations.models import MessageRole, TurnStatus
 from conversations.serializers import message_json, turn_json
 from conversations.write_proposals import messages_with_decisions
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.schema import (
+    BODY_STATUSES,
+    described,
+    errors,
+    list_of,
+    path_id,
+    text_rule,
+    uuid_schema,
+    whole_number,
+)
 from flarebot.core.text import ascii_whole_number
+from tools.models import ActivityStatus
+from tools.selectors import PAGE_SIZE as ACTIVITY_PAGE
 from tools.selectors import activity_page
+
+# Digits `after` may have (ascii_whole_number's default).
+AFTER_MAX = 10**18 - 1
 
 
 class MessageSubmitInput(StrictSerializer):
-    request_id = StringField()
-    text = StringField()
+    """A user message; a repeated request_id returns the turn the first one queued."""
+
+    request_id = described(uuid_schema(lowercase=False), StringField())
+    text = described(text_rule(max_utf16=turns.MAX_TEXT_UTF16, refused=r"\x00", description="No NUL."), StringField())
+
+
+MessageOutput = inline_serializer(
+    "Message",
+    {
+        "id": serializers.UUIDField(),
+        "role": serializers.ChoiceField(choices=MessageRole.choices),
+        "parts": serializers.ListField(
+            child=serializers.DictField(), help_text='`{"type": "text", "text"}` and tool parts.'
+        ),
+        "created_at": serializers.DateTimeField(),
+        "turn_id": serializers.UUIDField(),
+    },
+)
+TranscriptOutput = inline_serializer(
+    "Transcript",
+    {
+        "messages": list_of(MessageOutput),
+        "last_sequence": serializers.IntegerField(min_value=0),
+        "turns": serializers.ListField(
+            child=inline_serializer(
+                "TurnState",
+                {
+                    "id": serializers.UUIDField(),
+                    "status": serializers.ChoiceField(choices=TurnStatus.choices),
+                    "error": inline_serializer(
+                        "TurnError",
+                        {"code": serializers.CharField(), "message": serializers.CharField()},
+                        allow_null=True,
+                        help_text="Why a failed turn failed; null otherwise.",
+                    ),
+                },
+            )
+        ),
+    },
+)
+TurnAccepted = inline_serializer("TurnAccepted", {"turn_id": serializers.UUIDField()})
+EventsOutput = inline_serializer(
+    "EventPage",
+    {
+        "events": serializers.ListField(
+            child=inline_serializer(
+                "Event",
+                {
+                    "sequence": serializers.IntegerField(min_value=1),
+                    "event": serializers.CharField(),
+                    "turn_id": serializers.UUIDField(allow_null=True),
+                    "data": serializers.DictField(),
+                },
+            ),
+            max_length=eventlog.PAGE_SIZE,
+        ),
+        "last_sequence": serializers.IntegerField(min_value=0),
+    },
+)
+CancelOutput = inline_serializer("CancelAccepted", {"turn_id": serializers.UUIDField(allow_null=True)})
+ActivityOutput = inline_serializer(
+    "Activity",
+    {
+        "id": serializers.UUIDField(),
+        "turn_id": serializers.UUIDField(),
+        "tool_call_id": serializers.CharField(allow_blank=True),
+        "kind": serializers.CharField(),
+        "label": serializers.CharField(allow_blank=True),
+        "status": serializers.ChoiceField(choices=ActivityStatus.choices),
+        "progress": inline_serializer(
+            "ActivityProgress",
+            {
+                "message": serializers.CharField(allow_blank=True),
+                "done": serializers.IntegerField(allow_null=True),
+                "total": serializers.IntegerField(allow_null=True),
+            },
+            allow_null=True,
+        ),
+        "summary": serializers.CharField(allow_blank=True),
+        "execution_count": serializers.IntegerField(min_value=0),
+        "created_at": serializers.DateTimeField(),
+        "started_at": serializers.DateTimeField(allow_null=True),
+        "finished_at": serializers.DateTimeField(allow_null=True),
+        "duration_ms": serializers.IntegerField(allow_null=True),
+    },
+)
+ActivitiesOutput = inline_serializer(
+    "ActivityPage",
+    {
+        "activities": list_of(ActivityOutput, max_length=ACTIVITY_PAGE),
+        "next_cursor": serializers.CharField(allow_null=True),
+    },
+)
+ExportOutput = inline_serializer(
+    "ConversationExport",
+    {
+        "conversation": ConversationOutput,
+        "messages": list_of(MessageOutput),
+        "exported_at": serializers.DateTimeField(),
+    },
+)
+NOT_FOUND = errors(404, e404="`conversation_not_found`: unknown or deleted.")
+CURSOR = OpenApiParameter(
+    "before",
+    {"type": "string", "maxLength": 200},
+    description="A `next_cursor` this endpoint returned; anything else is 400 `invalid_cursor`.",
+)
 
 
 def _active(conversation_id: str) -> uuid.UUID:
@@ -35,8 +157,9 @@ def _active(conversation_id: str) -> uuid.UUID:
     return parsed
 
 
+@extend_schema(parameters=[path_id("conversation_id")])
 class MessageListApi(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: TranscriptOutput, **errors(400), **NOT_FOUND})
     def get(self, request: Request, conversation_id: str) -> Response:
         parsed = parse_uuid(conversation_id, what="conversation id")
         snapshot = selectors.transcript_snapshot(conversation_id=parsed)
@@ -52,7 +175,10 @@ class MessageListApi(APIView):
             }
         )
 
-    @extend_schema(request=MessageSubmitInput, responses={202: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=MessageSubmitInput,
+        responses={202: TurnAccepted, **errors(*BODY_STATUSES, e400="`invalid_text`, `invalid_id`, ..."), **NOT_FOUND},
+    )
     def post(self, request: Request, conversation_id: str) -> Response:
         parsed = parse_uuid(conversation_id, what="conversation id")
         body = MessageSubmitInput(data=request.data)
@@ -62,8 +188,16 @@ class MessageListApi(APIView):
         return Response({"turn_id": str(turn.id)}, status=status.HTTP_202_ACCEPTED)
 
 
+@extend_schema(parameters=[path_id("conversation_id")])
 class EventListApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("after", int)], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "after", whole_number(0, AFTER_MAX), description="Events after this sequence; 0 by default."
+            )
+        ],
+        responses={200: EventsOutput, **errors(400, e400="`invalid_id`, `invalid_after`."), **NOT_FOUND},
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         parsed = _active(conversation_id)
         after = ascii_whole_number(request.query_params.get("after", "0"))
@@ -74,8 +208,13 @@ class EventListApi(APIView):
         return Response({"events": events, "last_sequence": eventlog.last_sequence(conversation_id=parsed)})
 
 
+@extend_schema(parameters=[path_id("conversation_id")])
 class CancelApi(APIView):
-    @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=None,
+        description="Stops the active turn, keeping its partial output; `turn_id` is null when none ran.",
+        responses={202: CancelOutput, **errors(*BODY_STATUSES), **NOT_FOUND},
+    )
     def post(self, request: Request, conversation_id: str) -> Response:
         parsed = _active(conversation_id)
         if request.data not in ({}, None):
@@ -84,17 +223,39 @@ class CancelApi(APIView):
         return Response({"turn_id": str(turn_id) if turn_id else None}, status=status.HTTP_202_ACCEPTED)
 
 
+@extend_schema(parameters=[path_id("conversation_id")])
 class ActivityListApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("before", str)], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[CURSOR],
+        responses={200: ActivitiesOutput, **errors(400, e400="`invalid_id`, `invalid_cursor`."), **NOT_FOUND},
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         parsed = _active(conversation_id)
         page = activity_page(conversation_id=parsed, before=request.query_params.get("before"))
         return Response({"activities": page.activities, "next_cursor": page.next_cursor})
 
 
+@extend_schema(parameters=[path_id("conversation_id")])
 class ExportApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=list(FORMATS))], responses={200: OpenApiTypes.BINARY}
+        description="The whole conversation as a download (`Content-Disposition: attachment`).",
+        parameters=[
+            OpenApiParameter("format", str, enum=list(FORMATS), default="md"),
+            OpenApiParameter(
+                "Content-Disposition",
+                str,
+                OpenApiParameter.HEADER,
+                response=[200],
+                required=True,
+                description="`attachment` with the conversation's name as the file name.",
+            ),
+        ],
+        responses={
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="`format=md` (the default)."),
+            (200, "application/json"): OpenApiResponse(ExportOutput, description="`format=json`."),
+            **errors(400, e400="`invalid_id`, `invalid_format`."),
+            **NOT_FOUND,
+        },
     )
     def get(self, request: Request, conversation_id: str) -> HttpResponse:
         parsed = parse_uuid(conversation_id, what="conversation id")

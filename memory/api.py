@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import uuid
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -19,6 +18,7 @@ from rest_framework.views import APIView
 from flarebot.core.api import StrictSerializer, StringField, VersionField, version_message
 from flarebot.core.errors import InvalidInput
 from flarebot.core.rows import MAX_VERSION
+from flarebot.core.schema import BODY_STATUSES, described, errors, list_of, path_id, text_rule, whole_number
 from memory import selectors, services
 
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -39,13 +39,25 @@ def version_parse(value: str | None) -> int:
     return int(value)
 
 
+CONTENT = text_rule(
+    max_utf16=services.MAX_CONTENT,
+    refused=r"\x00-\x08\x0b-\x1f\x7f-\x9f",
+    description="Tabs and line breaks are the only control characters.",
+)
+VERSION = whole_number(1, MAX_VERSION)
+
+
 class FactInput(StrictSerializer):
-    content = StringField()
+    """A new fact."""
+
+    content = described(CONTENT, StringField())
 
 
 class FactUpdateInput(StrictSerializer):
-    content = StringField()
-    version = VersionField()
+    """A fact's new text, and the version it was read at."""
+
+    content = described(CONTENT, StringField())
+    version = described(VERSION, VersionField())
 
 
 FactOutput = inline_serializer(
@@ -53,19 +65,31 @@ FactOutput = inline_serializer(
     {
         "id": serializers.UUIDField(),
         "content": serializers.CharField(),
-        "version": serializers.IntegerField(),
+        "version": serializers.IntegerField(min_value=1, max_value=MAX_VERSION),
         "created_at": serializers.DateTimeField(),
         "updated_at": serializers.DateTimeField(),
     },
 )
+FactListOutput = inline_serializer("FactList", {"memories": list_of(FactOutput, max_length=services.MAX_FACTS)})
+STALE = errors(
+    409,
+    e409="`version_conflict`: the fact changed since that version; `error.current` is the fact as it is now.",
+)
+FACT_ERRORS = "`invalid_fact`, `fact_too_long`, or `invalid` (a body field)."
 
 
 class FactListApi(APIView):
-    @extend_schema(responses=inline_serializer("FactList", {"memories": FactOutput}))
+    @extend_schema(responses={200: FactListOutput})
     def get(self, request: Request) -> Response:
         return Response({"memories": [selectors.fact_view(fact) for fact in selectors.fact_list()]})
 
-    @extend_schema(request=FactInput, responses={201: FactOutput})
+    @extend_schema(
+        request=FactInput,
+        responses={
+            201: FactOutput,
+            **errors(*BODY_STATUSES, 429, e400=FACT_ERRORS, e429="`memory_full`: delete a fact to add another."),
+        },
+    )
     def post(self, request: Request) -> Response:
         body = FactInput(data=request.data)
         body.is_valid(raise_exception=True)
@@ -73,8 +97,16 @@ class FactListApi(APIView):
         return Response(selectors.fact_view(fact), status=status.HTTP_201_CREATED)
 
 
+@extend_schema(parameters=[path_id("fact_id", lowercase=True)])
 class FactDetailApi(APIView):
-    @extend_schema(request=FactUpdateInput, responses={200: FactOutput})
+    @extend_schema(
+        request=FactUpdateInput,
+        responses={
+            200: FactOutput,
+            **errors(*BODY_STATUSES, 404, e400=f"`invalid_id`, {FACT_ERRORS}"),
+            **STALE,
+        },
+    )
     def patch(self, request: Request, fact_id: str) -> Response:
         parsed_id = fact_id_parse(fact_id)
         body = FactUpdateInput(data=request.data)
@@ -84,8 +116,9 @@ class FactDetailApi(APIView):
 
     @extend_schema(
         request=None,
-        parameters=[OpenApiParameter("version", OpenApiTypes.INT, required=True)],
-        responses={204: None},
+        description="Deletes the fact; also 204 for a valid id that does not exist.",
+        parameters=[OpenApiParameter("version", VERSION, required=True)],
+        responses={204: None, **errors(*BODY_STATUSES, e400="`invalid_id`, `invalid_version`."), **STALE},
     )
     def delete(self, request: Request, fact_id: str) -> Response:
         parsed_id = fact_id_parse(fact_id)

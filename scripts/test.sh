@@ -25,9 +25,11 @@ step "mypy" $PY -m mypy .
 # requirements-only venv (each makes a SQLite database of its own), the sandbox container's
 # own hardening and image,
 # its endless output, a Docker engine that stops answering, a zone's minute boundaries
-# (beat's other live tests hold its database schedule on both) and the doorbell's quiet spell.
+# (beat's other live tests hold its database schedule on both), the doorbell's quiet spell,
+# and schemathesis over the OpenAPI document (its subject is the description; the views'
+# own tests run on both).
 ONCE=(tests/e2e tests/core/test_first_run.py tests/core/test_runstack.py tests/core/test_requirements.py
-      tests/tools/shell/test_hardening.py tests/tools/shell/test_image.py)
+      tests/tools/shell/test_hardening.py tests/tools/shell/test_image.py tests/core/test_schema_conformance.py)
 ONCE_TESTS=(
   tests/tools/shell/test_tool.py::test_it_stops_endless_output_at_the_cap
   tests/tools/shell/test_leases.py::test_a_removal_the_engine_does_not_confirm_is_pending_keeps_its_place_and_is_retried

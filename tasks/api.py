@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,7 +19,19 @@ from rest_framework.views import APIView
 from flarebot.core.api import StrictSerializer, StringField, VersionField
 from flarebot.core.errors import InvalidInput
 from flarebot.core.rows import MAX_VERSION
+from flarebot.core.schema import (
+    BODY_STATUSES,
+    described,
+    errors,
+    list_of,
+    path_id,
+    text_rule,
+    uuid_schema,
+    whole_number,
+)
 from tasks import runs, selectors, services
+from tasks.models import RunSource, RunStatus
+from tasks.schedule import CRON_MAX
 
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
@@ -49,25 +61,118 @@ class AnyField(serializers.Field):
         return value
 
 
+ID = uuid_schema(lowercase=True)
+VERSION = whole_number(1, MAX_VERSION)
+NAME = text_rule(
+    max_utf16=services.NAME_MAX,
+    disguising=True,
+    description="No control characters, direction controls or invisible characters; trimmed.",
+)
+INSTRUCTIONS = text_rule(
+    max_utf16=services.INSTRUCTIONS_MAX,
+    refused=r"\x00-\x08\x0b-\x1f\x7f-\x9f",
+    description="Tabs and line breaks are the only control characters.",
+)
+SCHEDULE = {
+    "description": "A one-off instant in the future, or a five-field cron expression that occurs, in an IANA zone.",
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"enum": ["once"]},
+                "at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-][0-9]{2}:[0-9]{2})$",
+                    "description": "Whole seconds, with Z or an offset.",
+                },
+            },
+            "required": ["kind", "at"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"enum": ["cron"]},
+                "expression": {"type": "string", "minLength": 1, "maxLength": CRON_MAX},
+                "timezone": {"type": "string", "minLength": 1, "maxLength": 64, "default": "UTC"},
+            },
+            "required": ["kind", "expression"],
+            "additionalProperties": False,
+        },
+    ],
+}
+
+
 class TaskCreateInput(StrictSerializer):
-    id = StringField()
-    conversation_id = StringField()
-    name = AnyField()
-    instructions = AnyField()
-    schedule = AnyField()
-    enabled = AnyField()
+    """A new task under the client's id; a retry of the same request answers the task as it is."""
+
+    id = described(ID, StringField())
+    conversation_id = described(ID, StringField())
+    name = described(NAME, AnyField())
+    instructions = described(INSTRUCTIONS, AnyField())
+    schedule = described(SCHEDULE, AnyField())
+    enabled = described({"type": "boolean"}, AnyField())
 
 
 class TaskUpdateInput(StrictSerializer):
-    expected_version = VersionField(name="expected_version")
-    name = AnyField()
-    instructions = AnyField()
-    schedule = AnyField()
-    enabled = AnyField()
+    """A task's fields, and the version they were read at."""
+
+    expected_version = described(VERSION, VersionField(name="expected_version"))
+    name = described(NAME, AnyField())
+    instructions = described(INSTRUCTIONS, AnyField())
+    schedule = described(SCHEDULE, AnyField())
+    enabled = described({"type": "boolean"}, AnyField())
 
 
 class RunInput(StrictSerializer):
-    request_id = StringField()
+    """A run now; the same request_id answers the same run."""
+
+    request_id = described(ID, StringField())
+
+
+RunOutput = inline_serializer(
+    "TaskRun",
+    {
+        "id": serializers.UUIDField(),
+        "source": serializers.ChoiceField(choices=RunSource.choices),
+        "intended_at": serializers.DateTimeField(allow_null=True),
+        "status": serializers.ChoiceField(choices=RunStatus.choices),
+        "turn_id": serializers.UUIDField(allow_null=True),
+        "conversation_id": serializers.UUIDField(),
+        "missed_count": serializers.IntegerField(min_value=1),
+        "created_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+TaskOutput = inline_serializer(
+    "Task",
+    {
+        "id": serializers.UUIDField(),
+        "conversation_id": serializers.UUIDField(allow_null=True),
+        "name": serializers.CharField(),
+        "instructions": serializers.CharField(),
+        "schedule": described(SCHEDULE, serializers.DictField()),
+        "enabled": serializers.BooleanField(),
+        "version": serializers.IntegerField(min_value=1, max_value=MAX_VERSION),
+        "next_run_at": serializers.DateTimeField(allow_null=True),
+        "upcoming": serializers.ListField(child=serializers.DateTimeField()),
+        "previous_run": type(RunOutput)(allow_null=True),
+        "scheduling_error": serializers.CharField(allow_null=True),
+        "created_at": serializers.DateTimeField(allow_null=True),
+        "updated_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+TaskListOutput = inline_serializer("TaskList", {"tasks": list_of(TaskOutput)})
+RunPageOutput = inline_serializer(
+    "TaskRunPage",
+    {
+        "runs": list_of(RunOutput, max_length=selectors.RUNS_MAX),
+        "next_cursor": serializers.CharField(allow_null=True),
+    },
+)
+NOT_FOUND = errors(404, e404="`not_found`: no such task (or it was deleted).")
+STALE = errors(409, e409="`version_conflict`: the task changed; `error.current` is the task as it is now.")
+INVALID = "`invalid_task`, `invalid_schedule`, `invalid_id`, or `invalid` (a body field)."
 
 
 def _no_body(request: Request) -> None:
@@ -76,11 +181,23 @@ def _no_body(request: Request) -> None:
 
 
 class TaskListApi(APIView):
-    @extend_schema(operation_id="tasks_list", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="tasks_list", responses={200: TaskListOutput})
     def get(self, request: Request) -> Response:
         return Response({"tasks": selectors.tasks_views(selectors.task_list())})
 
-    @extend_schema(request=TaskCreateInput, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=TaskCreateInput,
+        responses={
+            201: TaskOutput,
+            **errors(
+                *BODY_STATUSES,
+                e400=INVALID,
+                e404="`conversation_not_found`.",
+                e409="`id_conflict`: the id is another request's, or a deleted task's.",
+                e429="`task_limit`: delete a task to add another.",
+            ),
+        },
+    )
     def post(self, request: Request) -> Response:
         body = TaskCreateInput(data=request.data)
         body.is_valid(raise_exception=True)
@@ -97,12 +214,16 @@ class TaskListApi(APIView):
         return Response(selectors.task_view(task), status=status.HTTP_201_CREATED)
 
 
+@extend_schema(parameters=[path_id("task_id", lowercase=True)])
 class TaskDetailApi(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: TaskOutput, **errors(400, e400="`invalid_id`."), **NOT_FOUND})
     def get(self, request: Request, task_id: str) -> Response:
         return Response(selectors.task_view(selectors.task_get(task_id=id_parse(task_id))))
 
-    @extend_schema(request=TaskUpdateInput, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=TaskUpdateInput,
+        responses={200: TaskOutput, **errors(*BODY_STATUSES, e400=INVALID), **NOT_FOUND, **STALE},
+    )
     def put(self, request: Request, task_id: str) -> Response:
         parsed = id_parse(task_id)
         body = TaskUpdateInput(data=request.data)
@@ -112,8 +233,13 @@ class TaskDetailApi(APIView):
 
     @extend_schema(
         request=None,
-        parameters=[OpenApiParameter("expected_version", OpenApiTypes.INT, required=True)],
-        responses={204: None},
+        description="Deletes the task; also 204 for a valid id that does not exist.",
+        parameters=[OpenApiParameter("expected_version", VERSION, required=True)],
+        responses={
+            204: None,
+            **errors(*BODY_STATUSES, e400="`invalid_id`, `invalid_version`."),
+            **STALE,
+        },
     )
     def delete(self, request: Request, task_id: str) -> Response:
         parsed = id_parse(task_id)
@@ -128,13 +254,22 @@ class TaskDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+@extend_schema(parameters=[path_id("task_id", lowercase=True)])
 class TaskRunsApi(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("limit", OpenApiTypes.INT, required=False),
-            OpenApiParameter("before", OpenApiTypes.STR, required=False),
+            OpenApiParameter("limit", whole_number(1, selectors.RUNS_MAX), default=selectors.RUNS_DEFAULT),
+            OpenApiParameter(
+                "before",
+                {"type": "string", "maxLength": 200},
+                description="A `next_cursor` this endpoint returned; anything else is 400 `invalid_cursor`.",
+            ),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: RunPageOutput,
+            **errors(400, e400="`invalid_id`, `invalid_limit`, `invalid_cursor`."),
+            **NOT_FOUND,
+        },
     )
     def get(self, request: Request, task_id: str) -> Response:
         parsed = id_parse(task_id)
@@ -145,7 +280,9 @@ class TaskRunsApi(APIView):
         page = selectors.run_page(task_id=parsed, limit=limit, before=request.query_params.get("before"))
         return Response({"runs": page.runs, "next_cursor": page.next_cursor})
 
-    @extend_schema(request=RunInput, responses={202: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=RunInput, responses={202: RunOutput, **errors(*BODY_STATUSES, e400="`invalid_id`."), **NOT_FOUND}
+    )
     def post(self, request: Request, task_id: str) -> Response:
         parsed = id_parse(task_id)
         body = RunInput(data=request.data)

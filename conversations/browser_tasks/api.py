@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,27 +11,102 @@ from rest_framework.views import APIView
 from conversations import selectors, turns
 from conversations.browser_tasks import services
 from conversations.browser_tasks.selectors import browser_tasks_list
+from conversations.models import BrowserTaskStatus, CriticalPointKind, ProposalState
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import NotFound
+from flarebot.core.schema import BODY_STATUSES, described, errors, path_id, uuid_schema
 
 
 class BrowserTaskStartInput(StrictSerializer):
-    proposal_id = StringField()
+    """The proposal the owner starts."""
+
+    proposal_id = described(uuid_schema(lowercase=False), StringField())
 
 
 class AgentCancelInput(StrictSerializer):
-    session_id = StringField()
+    """The conversation whose work stops."""
+
+    session_id = described(uuid_schema(lowercase=False), StringField())
 
 
+_COMMON: dict[str, serializers.Field] = {
+    "goal": serializers.CharField(),
+    "start_url": serializers.CharField(),
+    "restrictions": serializers.ListField(child=serializers.CharField()),
+    "created_at": serializers.DateTimeField(),
+}
+BrowserTasksOutput = inline_serializer(
+    "BrowserTaskList",
+    {
+        "tasks": serializers.ListField(
+            child=inline_serializer(
+                "BrowserTask",
+                {
+                    "task_id": serializers.UUIDField(),
+                    "proposal_id": serializers.UUIDField(),
+                    "status": serializers.ChoiceField(choices=BrowserTaskStatus.choices),
+                    **_COMMON,
+                    "open_critical_point": inline_serializer(
+                        "CriticalPoint",
+                        {
+                            "critical_point_id": serializers.UUIDField(),
+                            "kind": serializers.ChoiceField(choices=CriticalPointKind.choices),
+                            "question": serializers.CharField(allow_blank=True),
+                            "action": serializers.DictField(allow_null=True),
+                            "created_at": serializers.DateTimeField(),
+                        },
+                        allow_null=True,
+                    ),
+                    "summary": serializers.CharField(allow_null=True, allow_blank=True),
+                    "finished_at": serializers.DateTimeField(allow_null=True),
+                },
+            )
+        ),
+        "proposals": serializers.ListField(
+            child=inline_serializer(
+                "BrowserTaskProposal",
+                {
+                    "proposal_id": serializers.UUIDField(),
+                    "status": serializers.ChoiceField(choices=ProposalState.choices),
+                    **_COMMON,
+                },
+            )
+        ),
+        "last_sequence": serializers.IntegerField(min_value=0),
+    },
+)
+TaskStarted = inline_serializer(
+    "BrowserTaskStarted",
+    {"task_id": serializers.UUIDField(), "status": serializers.ChoiceField(choices=BrowserTaskStatus.choices)},
+)
+AgentStopped = inline_serializer(
+    "AgentStopped",
+    {"turn_id": serializers.UUIDField(allow_null=True), "task_id": serializers.UUIDField(allow_null=True)},
+)
+
+
+@extend_schema(parameters=[path_id("conversation_id")])
 class BrowserTaskListApi(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        responses={200: BrowserTasksOutput, **errors(400, 404, e404="`conversation_not_found`.")},
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         listed = browser_tasks_list(conversation_id=parse_uuid(conversation_id, what="conversation id"))
         if listed is None:
             raise NotFound("This conversation does not exist.", code="conversation_not_found")
         return Response(listed)
 
-    @extend_schema(request=BrowserTaskStartInput, responses={202: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=BrowserTaskStartInput,
+        responses={
+            202: TaskStarted,
+            **errors(
+                *BODY_STATUSES,
+                e404="`conversation_not_found`, `proposal_not_found`.",
+                e409="`proposal_dismissed`, `proposal_superseded`, `proposal_started`, `task_unfinished`.",
+            ),
+        },
+    )
     def post(self, request: Request, conversation_id: str) -> Response:
         parsed = parse_uuid(conversation_id, what="conversation id")
         body = BrowserTaskStartInput(data=request.data)
@@ -45,7 +119,13 @@ class BrowserTaskListApi(APIView):
 
 
 class AgentApi(APIView):
-    @extend_schema(request=AgentCancelInput, responses={202: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=AgentCancelInput,
+        responses={
+            202: AgentStopped,
+            **errors(*BODY_STATUSES, e404="`conversation_not_found`; `nothing_unfinished` when nothing runs."),
+        },
+    )
     def delete(self, request: Request) -> Response:
         """Stop the conversation's active turn and its unfinished browser task (404 when neither runs)."""
         body = AgentCancelInput(data=request.data)

@@ -243,7 +243,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["flarebot.core.api.StrictJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["flarebot.core.api_auth.OwnerSessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["flarebot.core.api_auth.IsOwner"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "flarebot.core.schema.AutoSchema",
     "EXCEPTION_HANDLER": "flarebot.core.api.exception_handler",
     "UNAUTHENTICATED_USER": None,
     # `?format=` is the export's own parameter (md or json), not DRF's renderer override.
@@ -254,6 +254,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "The owner's HTTP contract of a self-hosted Flarebot.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # A PATCH here takes the whole body its serializer names, as a PUT would.
+    "COMPONENT_SPLIT_PATCH": False,
+    # Enums stay where they are used: several fields share a name (`status`) with other choices.
+    "POSTPROCESSING_HOOKS": [],
 }
 
 LOGGING = {
