@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,16 +12,44 @@ from conversations import selectors
 from conversations.write_proposals import write_proposal_answer, write_proposals_of
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.schema import BODY_STATUSES, described, errors, path_id
+from tools.models import WriteProposalState
 
 DECISIONS = {"confirm": True, "dismiss": False}
 
 
 class WriteProposalDecisionInput(StrictSerializer):
-    decision = StringField()
+    """The owner's decision: the write is done once, or nothing is written."""
+
+    decision = described({"type": "string", "enum": list(DECISIONS)}, StringField())
 
 
+WriteProposalOutput = inline_serializer(
+    "WriteProposal",
+    {
+        "id": serializers.UUIDField(),
+        "tool": serializers.CharField(),
+        "tool_call_id": serializers.CharField(),
+        "turn_id": serializers.UUIDField(),
+        "state": serializers.ChoiceField(choices=WriteProposalState.choices),
+        "readback": inline_serializer(
+            "WriteProposalReadback",
+            {"title": serializers.CharField(), "lines": serializers.ListField(child=serializers.CharField())},
+        ),
+        "result": serializers.DictField(allow_null=True),
+        "created_at": serializers.DateTimeField(),
+        "decided_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+WriteProposalList = inline_serializer(
+    "WriteProposalList", {"proposals": serializers.ListField(child=WriteProposalOutput)}
+)
+WriteProposalDecided = inline_serializer("WriteProposalDecided", {"proposal": WriteProposalOutput})
+
+
+@extend_schema(parameters=[path_id("conversation_id")])
 class WriteProposalListApi(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: WriteProposalList, **errors(400, 404, e404="`conversation_not_found`.")})
     def get(self, request: Request, conversation_id: str) -> Response:
         parsed = parse_uuid(conversation_id, what="conversation id")
         if selectors.conversation_get_active(conversation_id=parsed) is None:
@@ -29,8 +57,22 @@ class WriteProposalListApi(APIView):
         return Response({"proposals": write_proposals_of(conversation_id=parsed)})
 
 
+@extend_schema(parameters=[path_id("conversation_id"), path_id("proposal_id")])
 class WriteProposalDecisionApi(APIView):
-    @extend_schema(request=WriteProposalDecisionInput, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=WriteProposalDecisionInput,
+        responses={
+            200: WriteProposalDecided,
+            **errors(
+                *BODY_STATUSES,
+                404,
+                409,
+                e400="`invalid_decision`, or an id that is not one.",
+                e404="`conversation_not_found`, `proposal_not_found`.",
+                e409="`proposal_confirmed`, `proposal_dismissed`: it was decided already.",
+            ),
+        },
+    )
     def post(self, request: Request, conversation_id: str, proposal_id: str) -> Response:
         """Confirm (the write is done, once) or dismiss (nothing is written) a proposed write."""
         conversation = parse_uuid(conversation_id, what="conversation id")

@@ -210,6 +210,7 @@ def test_it_stops_with_a_clear_message_when_the_redis_url_set_answers_not(tmp_pa
         # Set by the operator, on loopback, with nothing listening: it is never replaced
         # by a private server, even though one could be started there.
         "REDIS_URL": f"redis://:hunter2-secret@127.0.0.1:{free_port()}/0",
+        "FLAREBOT_PORT": str(free_port()),  # not the live stack's, which is taken
     }
     env.pop("DATABASE_URL", None)
     result = subprocess.run(

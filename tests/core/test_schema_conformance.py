@@ -36,9 +36,11 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from conversations import services as conversation_services
+from conversations.turns import turn_submit
 from memory import services as memory_services
 from tasks import services as task_services
 from tests.conftest import signed_in_client
+from tools.models import WriteProposal
 
 HANDLER = WSGIHandler()
 
@@ -115,7 +117,21 @@ def existing(owner) -> dict[str, str]:
         enabled=True,
     )
     task, _ = task_services.task_create(task_id=uuid.uuid4(), conversation_id=conversation.id, data=data)
-    return {"conversation_id": str(conversation.id), "fact_id": str(fact.id), "task_id": str(task.id)}
+    turn, _ = turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text="Remember this.")
+    proposal = WriteProposal.objects.create(
+        conversation_id=conversation.id,
+        turn_id=turn.id,
+        tool_call_id="call-1",
+        tool="remember",
+        input={"content": "The owner reads at night."},
+        readback={"title": "Remember a new fact", "lines": ["The owner reads at night."]},
+    )
+    return {
+        "conversation_id": str(conversation.id),
+        "fact_id": str(fact.id),
+        "task_id": str(task.id),
+        "proposal_id": str(proposal.id),
+    }
 
 
 @pytest.fixture
