@@ -117,7 +117,7 @@ class Message(BaseModel):
             models.CheckConstraint(condition=models.Q(role__in=MessageRole.values), name="conv_message_role_valid"),
         ]
         indexes = [
-            # message_list / transcript_for_turn: a conversation's transcript in order
+            # transcript_snapshot, transcript_until: a conversation's transcript in order
             models.Index(fields=["conversation", "ordinal"], name="conv_message_transcript"),
         ]
 
@@ -185,7 +185,7 @@ class SearchEntry(BaseModel):
 
     class Meta:
         constraints = [
-            # search_index_title: one entry for a conversation's name (also its lookup index)
+            # search_index_name: one entry for a conversation's name (also its lookup index)
             models.UniqueConstraint(
                 fields=["conversation"], condition=models.Q(message__isnull=True), name="conv_search_title_unique"
             ),
@@ -193,7 +193,7 @@ class SearchEntry(BaseModel):
             models.UniqueConstraint(fields=["message"], name="conv_search_message_unique"),
         ]
         indexes = [
-            # conversation deletion cascades here
+            # conversation_teardown: the conversation's entries go with it (the cascade's lookup)
             models.Index(fields=["conversation"], name="conv_search_conversation"),
         ]
 
@@ -345,7 +345,7 @@ class CriticalPoint(BaseModel):
             models.CheckConstraint(
                 condition=models.Q(state__in=CriticalPointState.values), name="conv_criticalpoint_state_valid"
             ),
-            # critical_point_open: one open question per task (also the index of its lookups)
+            # critical_point_answer, browser_tasks_list: one open question per task (also their lookup)
             models.UniqueConstraint(
                 fields=["task"], condition=models.Q(state="open"), name="conv_criticalpoint_one_open"
             ),

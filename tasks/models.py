@@ -76,7 +76,7 @@ class Task(BaseModel):
         indexes = [
             # task_list and the limit's count: active tasks, newest first
             models.Index(fields=["state", "-created_at", "id"], name="tasks_task_list"),
-            # tasks_for_conversation: the tombstoning when a conversation is deleted, the tools
+            # tasks_tombstone_for_conversation (a deleted conversation), task_list of a conversation (the tools)
             models.Index(fields=["conversation", "state"], name="tasks_task_conversation"),
             # tasks_reconcile: armed tasks whose fire is overdue or whose schedule is missing
             models.Index(fields=["state", "armed_at"], name="tasks_task_armed"),
@@ -129,9 +129,10 @@ class TaskRun(BaseModel):
             models.CheckConstraint(condition=models.Q(source__in=RunSource.values), name="tasks_run_source_valid"),
         ]
         indexes = [
-            # run_page and previous_run: a task's runs, newest first (keyset on created_at, id)
+            # run_page and task_view (its previous run): a task's runs, newest first (keyset on created_at, id)
             models.Index(fields=["task", "-created_at", "-id"], name="tasks_run_history"),
-            # runs_reconcile: unfinished runs; runs_project_turn: the run of a turn
+            # tasks_reconcile: unfinished runs
             models.Index(fields=["status", "created_at"], name="tasks_run_unfinished"),
+            # runs_project_turn: the run of a turn
             models.Index(fields=["turn_id"], name="tasks_run_turn"),
         ]
