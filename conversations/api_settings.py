@@ -104,6 +104,7 @@ InstructionsOutput = inline_serializer(
         "default": serializers.CharField(),
         "customized": serializers.BooleanField(),
         "modified_at": serializers.DateTimeField(allow_null=True),
+        "rules": serializers.CharField(help_text="What the model always receives after the instructions."),
     },
 )
 PROVIDER = OpenApiParameter(

@@ -1,7 +1,10 @@
-"""The agent's instructions: shipped defaults, or the owner's override of them.
+"""The agent's instructions: shipped defaults, or the owner's override of them, then the product's rules.
 
-Every turn attempt reads the current instructions (with its model: model_settings.
-turn_model_snapshot); a running attempt keeps its copy.
+What the model receives as its system prompt is the owner's instructions (editable,
+resettable) followed by the rules Flarebot always applies (`product_rules.txt`: honesty
+about tools, untrusted content, citations, browser tasks), which no customisation removes
+(`system_prompt`). Every turn attempt reads the current instructions (with its model:
+model_settings.turn_model_snapshot); a running attempt keeps its copy.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from flarebot.core.times import iso
 MAX_UTF16 = 16_000
 
 DEFAULT_INSTRUCTIONS = (Path(__file__).with_name("default_instructions.txt")).read_text(encoding="utf-8").strip()
+PRODUCT_RULES = (Path(__file__).with_name("product_rules.txt")).read_text(encoding="utf-8").strip()
 
 
 class InstructionsView(TypedDict):
@@ -24,6 +28,12 @@ class InstructionsView(TypedDict):
     default: str
     customized: bool
     modified_at: str | None
+    rules: str  # an addition: what the model always receives after the instructions, not editable
+
+
+def system_prompt(instructions: str) -> str:
+    """What the model receives: the owner's instructions, then the rules the product always applies."""
+    return f"{instructions}\n\n{PRODUCT_RULES}"
 
 
 def instructions_get() -> InstructionsView:
@@ -34,6 +44,7 @@ def instructions_get() -> InstructionsView:
         "default": DEFAULT_INSTRUCTIONS,
         "customized": override is not None,
         "modified_at": iso(override.updated_at) if override else None,
+        "rules": PRODUCT_RULES,
     }
 
 

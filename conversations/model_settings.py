@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations import sql
-from conversations.instructions import DEFAULT_INSTRUCTIONS
+from conversations.instructions import DEFAULT_INSTRUCTIONS, system_prompt
 from conversations.models import ModelConfiguration, ProviderKey
 from conversations.providers.catalog import (
     KEYED_PROVIDERS,
@@ -146,7 +146,8 @@ class TurnModel:
     model: str
     key: Secret | None
     problem: tuple[str, str] | None = None  # (code, safe message) when the turn cannot run
-    instructions: str = DEFAULT_INSTRUCTIONS
+    # The system prompt: the owner's instructions (or the defaults), then the product's rules.
+    instructions: str = system_prompt(DEFAULT_INSTRUCTIONS)
 
 
 def turn_model_snapshot() -> TurnModel:
@@ -157,7 +158,7 @@ def turn_model_snapshot() -> TurnModel:
     """
     read = _turn_settings_read()
     config = _configuration_of(read.provider, read.model)
-    instructions = read.instructions if read.instructions is not None else DEFAULT_INSTRUCTIONS
+    instructions = system_prompt(read.instructions if read.instructions is not None else DEFAULT_INSTRUCTIONS)
     if config.provider not in KEYED_PROVIDERS:
         return TurnModel(config.provider, config.model, None, instructions=instructions)
     label = "Anthropic" if config.provider == "anthropic" else "OpenAI"

@@ -10,6 +10,7 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods, require_POST
 
 from conversations.instructions import MAX_UTF16 as INSTRUCTIONS_MAX_UTF16
+from conversations.instructions import PRODUCT_RULES
 from conversations.providers.catalog import KEYED_PROVIDERS, PROVIDER_LABELS
 from conversations.services import NAME_MAX_UTF16
 from conversations.turns import MAX_TEXT_UTF16
@@ -71,7 +72,8 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         "task_instructions": INSTRUCTIONS_MAX,
         "task_cron": CRON_MAX,
     }
-    return render(request, "settings.html", {"keyed_providers": keyed, "limits": limits})
+    context = {"keyed_providers": keyed, "limits": limits, "product_rules": PRODUCT_RULES}
+    return render(request, "settings.html", context)
 
 
 @csrf_protect

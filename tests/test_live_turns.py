@@ -24,7 +24,7 @@ import redis
 from django.apps import apps
 from django.conf import settings
 
-from conversations.instructions import DEFAULT_INSTRUCTIONS
+from conversations.instructions import DEFAULT_INSTRUCTIONS, system_prompt
 from conversations.models import Event, ProviderKey, Turn
 from flarebot.core.crypto import unseal
 from flarebot.core.models import Installation
@@ -438,10 +438,10 @@ def test_it_sends_exactly_the_effective_instructions_as_the_system_prompt(
     assert reset.json()["customized"] is False
     sent = [(request_text(r)[-1][1], r.body["system"]) for r in fake_providers.requests]
     assert sent == [
-        ("First, with the defaults.", DEFAULT_INSTRUCTIONS),
-        ("Second, customized.", custom),
-        ("Third, customized, elsewhere.", custom),
-        ("Fourth, with the defaults again.", DEFAULT_INSTRUCTIONS),
+        ("First, with the defaults.", system_prompt(DEFAULT_INSTRUCTIONS)),
+        ("Second, customized.", system_prompt(custom)),
+        ("Third, customized, elsewhere.", system_prompt(custom)),
+        ("Fourth, with the defaults again.", system_prompt(DEFAULT_INSTRUCTIONS)),
     ]
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import Client
 
-from conversations.instructions import DEFAULT_INSTRUCTIONS
+from conversations.instructions import DEFAULT_INSTRUCTIONS, PRODUCT_RULES
 from conversations.models import InstructionOverride, ModelConfiguration, ProviderKey
 from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
 from flarebot.core.crypto import unseal
@@ -406,6 +406,7 @@ def test_it_shows_the_default_instructions(owner_client):
         "default": DEFAULT_INSTRUCTIONS,
         "customized": False,
         "modified_at": None,
+        "rules": PRODUCT_RULES,
     }
     assert "Flarebot" in body["default"]
 
@@ -538,6 +539,7 @@ def test_it_resets_instructions_to_the_defaults(owner_client):
         "default": DEFAULT_INSTRUCTIONS,
         "customized": False,
         "modified_at": None,
+        "rules": PRODUCT_RULES,
     }
     assert response.json() == expected
     assert stored_instructions() == []

@@ -332,3 +332,24 @@ def test_a_key_saved_while_the_provider_was_unreachable_shows_as_not_verified(se
     form = key_form(page, "openai")
     expect(form.locator("[data-role=state]")).to_have_text("Saved, not verified")
     expect(form.get_by_role("button", name="Remove")).to_be_visible()
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_the_rules_flarebot_always_applies_are_shown_under_the_editor_and_survive_custom_instructions(
+    settings_page: Page, width: int
+) -> None:
+    page = settings_page
+    page.set_viewport_size({"width": width, "height": 900})
+    rules = page.locator("#product-rules")
+    expect(rules).to_have_text(instructions.PRODUCT_RULES)
+    assert rules.evaluate("node => node.isContentEditable") is False
+    assert rules.evaluate("node => node.closest('form') === null")  # nothing submits them
+
+    page.locator("#instructions-text").fill("Only ever answer in haiku.")
+    page.get_by_role("button", name="Save instructions").click()
+    expect(page.locator("#instructions-message")).to_have_text("Saved.")
+    page.reload()
+
+    expect(page.locator("#product-rules")).to_have_text(instructions.PRODUCT_RULES)
+    assert "untrusted evidence" in page.locator("#product-rules").inner_text()
+    screenshot(page, f"settings-product-rules-{width}")

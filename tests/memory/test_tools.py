@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from conversations.instructions import DEFAULT_INSTRUCTIONS
+from conversations.instructions import DEFAULT_INSTRUCTIONS, system_prompt
 from conversations.services import conversation_delete
 from flarebot.core.database import db
 from memory import services
@@ -52,7 +52,7 @@ def memory_of(system: str) -> list[dict[str, Any]] | None:
     if "<memory>" not in system:
         return None
     instructions, block = system.split("\n\n<memory>\n", 1)
-    assert instructions in (DEFAULT_INSTRUCTIONS,)
+    assert instructions in (system_prompt(DEFAULT_INSTRUCTIONS),)
     preamble, facts, end = block.split("\n")
     assert preamble == MEMORY_PREAMBLE
     assert end == "</memory>"
@@ -142,9 +142,9 @@ async def test_the_model_remembers_a_fact_and_the_next_turn_is_told_it(provider,
     [part] = tool_parts(await assistant_parts(first.id))
     assert (part["status"], part["output"]) == ("succeeded", expected_result)
     prompts = systems(provider, fake_providers)
-    assert prompts[:2] == [DEFAULT_INSTRUCTIONS, DEFAULT_INSTRUCTIONS]  # the fact did not exist yet
+    assert prompts[:2] == [system_prompt(DEFAULT_INSTRUCTIONS)] * 2  # the fact did not exist yet
     assert memory_of(prompts[2]) == [{"id": str(fact_id), "content": MISO, "version": 1}]
-    assert prompts[2].startswith(DEFAULT_INSTRUCTIONS + "\n\n<memory>\n")
+    assert prompts[2].startswith(system_prompt(DEFAULT_INSTRUCTIONS) + "\n\n<memory>\n")
     assert await final_cards(conversation_id) == [("remember", "Remember a fact", "succeeded", "Remembered a fact")]
     assert "Miso" not in json.dumps(await cards(conversation_id))
 

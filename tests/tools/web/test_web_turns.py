@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from conversations.engine.cancel_bus import CancelListener
-from conversations.instructions import DEFAULT_INSTRUCTIONS
+from conversations.instructions import DEFAULT_INSTRUCTIONS, PRODUCT_RULES, system_prompt
 from tests.support.engine import (
     ask,
     assistant_parts,
@@ -70,9 +70,9 @@ async def test_the_model_is_told_to_cite_final_urls_and_to_distrust_page_text(an
     await ask(conversation_id, "Hello", cancels)
 
     system = fake_providers.requests[0].body["system"]
-    assert DEFAULT_INSTRUCTIONS in system
-    assert "final_url" in DEFAULT_INSTRUCTIONS
-    assert "untrusted data" in DEFAULT_INSTRUCTIONS
+    assert system == system_prompt(DEFAULT_INSTRUCTIONS)
+    assert "final_url" in PRODUCT_RULES
+    assert "untrusted evidence" in PRODUCT_RULES
     offered = {tool["name"] for tool in fake_providers.requests[0].body["tools"]}
     assert {"web_search", "read_url", "browser_read"} <= offered
 
