@@ -73,7 +73,12 @@ SettingsOutput = inline_serializer(
     "ModelSettings",
     {
         "configuration": inline_serializer(
-            "ModelConfiguration", {"provider": serializers.CharField(), "model": serializers.CharField()}
+            "ModelConfiguration",
+            {
+                "provider": serializers.CharField(),
+                "model": serializers.CharField(),
+                "available": serializers.BooleanField(help_text="False when the choice left the catalog."),
+            },
         ),
         "credentials": inline_serializer(
             "ProviderCredentials",

@@ -39,8 +39,16 @@ CredentialState = Literal["configured", "missing"]
 Verification = Literal["verified", "not_verified"]
 
 
+class ConfigurationView(TypedDict):
+    provider: str
+    model: str
+    # An addition: False when the stored choice left the catalog (an operator changed
+    # FLAREBOT_LOCAL_MODELS, an upgrade dropped a model): turns fail until the owner chooses.
+    available: bool
+
+
 class ModelSettingsView(TypedDict):
-    configuration: dict[str, str]
+    configuration: ConfigurationView
     credentials: dict[str, CredentialState]
     # An addition to the contract: whether the provider took each stored key when it was saved.
     verification: dict[str, Verification | None]
@@ -52,10 +60,14 @@ def _configuration() -> Configuration:
 
 
 def _configuration_of(provider: str | None, model: str | None) -> Configuration:
-    """The stored choice if it is still in the catalog, else the default."""
-    if provider is not None and model is not None and in_catalog(provider, model):
+    """The stored choice, even one no longer in the catalog (never silently another); the default if none."""
+    if provider is not None and model is not None:
         return Configuration(provider, model)
     return default_configuration()
+
+
+def model_unavailable_message(model: str) -> str:
+    return f"The model {model} is no longer offered; choose another in Settings."
 
 
 def model_settings_get() -> ModelSettingsView:
@@ -63,7 +75,11 @@ def model_settings_get() -> ModelSettingsView:
     stored = dict(ProviderKey.objects.values_list("provider", "verified_at"))
     config = _configuration()
     return {
-        "configuration": {"provider": config.provider, "model": config.model},
+        "configuration": {
+            "provider": config.provider,
+            "model": config.model,
+            "available": in_catalog(config.provider, config.model),
+        },
         "credentials": {p: ("configured" if p in stored else "missing") for p in KEYED_PROVIDERS},
         "verification": {
             p: (None if p not in stored else "verified" if stored[p] is not None else "not_verified")
@@ -159,6 +175,10 @@ def turn_model_snapshot() -> TurnModel:
     read = _turn_settings_read()
     config = _configuration_of(read.provider, read.model)
     instructions = system_prompt(read.instructions if read.instructions is not None else DEFAULT_INSTRUCTIONS)
+    if not in_catalog(config.provider, config.model):
+        # Never run the turn on another model, maybe another provider on the owner's bill.
+        problem = ("model_unavailable", model_unavailable_message(config.model))
+        return TurnModel(config.provider, config.model, None, problem, instructions)
     if config.provider not in KEYED_PROVIDERS:
         return TurnModel(config.provider, config.model, None, instructions=instructions)
     label = "Anthropic" if config.provider == "anthropic" else "OpenAI"

@@ -62,6 +62,10 @@ import { tasksSection } from "./tasks.js";
     fillModels(providerSelect.value, model);
     for (const form of keyForms) showKey(form);
     showKeyHint();
+    if (settings.configuration.available === false) {
+      // Never silently another model: turns fail until the owner chooses one that is offered.
+      say(modelMessage, `The model ${model} is no longer offered. Choose another and save.`, "error");
+    }
   }
 
   function showKey(form) {

@@ -46,10 +46,12 @@ def assert_error(response, status: int, code: str | None = None) -> None:
         assert body["error"]["code"] == code
 
 
-def settings_view(provider: str, model: str, *, anthropic: str = "missing", openai: str = "missing") -> dict:
+def settings_view(
+    provider: str, model: str, *, anthropic: str = "missing", openai: str = "missing", available: bool = True
+) -> dict:
     """The settings as shown; a stored key was verified (the loopback providers take every key)."""
     return {
-        "configuration": {"provider": provider, "model": model},
+        "configuration": {"provider": provider, "model": model, "available": available},
         "credentials": {"anthropic": anthropic, "openai": openai},
         "verification": {
             name: "verified" if state == "configured" else None
@@ -129,7 +131,7 @@ def test_it_selects_a_local_model_when_the_operator_configured_one(owner_client,
     assert stored_configuration() == [("local", "qwen3:8b")]
 
 
-def test_it_falls_back_to_the_default_when_the_chosen_model_leaves_the_catalog(owner_client, settings):
+def test_a_chosen_model_that_left_the_catalog_is_shown_unavailable_never_replaced(owner_client, settings):
     local = dataclasses.replace(settings.CONFIG, local_base_url="http://127.0.0.1:11434/v1", local_models=("llama3",))
     without_local = settings.CONFIG
     settings.CONFIG = local
@@ -137,7 +139,8 @@ def test_it_falls_back_to_the_default_when_the_chosen_model_leaves_the_catalog(o
 
     settings.CONFIG = without_local
 
-    assert owner_client.get(MODEL).json() == settings_view("anthropic", ANTHROPIC_MODELS[0])
+    assert owner_client.get(MODEL).json() == settings_view("local", "llama3", available=False)
+    assert stored_configuration() == [("local", "llama3")]
 
 
 @pytest.mark.parametrize(
@@ -158,7 +161,11 @@ def test_it_replaces_the_selection_instead_of_adding_one(owner_client):
     put(owner_client, MODEL, {"provider": "openai", "model": OPENAI_MODELS[1]})
     response = put(owner_client, MODEL, {"provider": "anthropic", "model": ANTHROPIC_MODELS[2]})
 
-    assert response.json()["configuration"] == {"provider": "anthropic", "model": ANTHROPIC_MODELS[2]}
+    assert response.json()["configuration"] == {
+        "provider": "anthropic",
+        "model": ANTHROPIC_MODELS[2],
+        "available": True,
+    }
     assert stored_configuration() == [("anthropic", ANTHROPIC_MODELS[2])]
 
 

@@ -6,6 +6,7 @@ the three providers; the turn runs with `run_turn`, exactly as a worker runs it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
@@ -266,6 +267,24 @@ async def test_it_needs_the_key_of_the_selected_provider(owner, fake_providers, 
     assert (turn.status, turn.error_code) == ("failed", "provider_key_missing")
     assert turn.error_message == f"Add an OpenAI API key in Settings to use {OPENAI_MODELS[1]}."
     assert fake_providers.requests == []
+
+
+async def test_a_chosen_model_that_left_the_catalog_fails_the_turn_and_no_provider_is_asked(
+    anthropic, fake_providers, cancels, settings
+):
+    # The owner chose a local model; the operator then removed it from FLAREBOT_LOCAL_MODELS.
+    settings.CONFIG = dataclasses.replace(
+        settings.CONFIG, local_base_url=fake_providers.local_url, local_models=("gone-model",)
+    )
+    await orm(model_configuration_set)(provider="local", model="gone-model")
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, local_base_url=None, local_models=())
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Hello?", cancels)
+
+    assert (turn.status, turn.error_code) == ("failed", "model_unavailable")
+    assert turn.error_message == "The model gone-model is no longer offered; choose another in Settings."
+    assert fake_providers.requests == []  # not the default Anthropic model either, with the stored key
 
 
 async def test_it_stores_an_answer_with_nul_characters_as_replacement_characters(provider, fake_providers, cancels):

@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Page, Response, expect
 
 from conversations import instructions, model_settings
+from conversations.models import ModelConfiguration
 from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
 from flarebot.core.models import Installation
 from tests.e2e.conftest import screenshot
@@ -86,7 +87,8 @@ def test_owner_chooses_a_model_and_it_survives_a_reload(settings_page: Page) -> 
     expect(page.locator("body")).to_have_attribute("data-ready", "1")
     expect(provider).to_have_value("openai")
     expect(model).to_have_value(OPENAI_MODELS[1])
-    assert api_get(page, "/api/settings/model/")["configuration"] == {"provider": "openai", "model": OPENAI_MODELS[1]}
+    chosen = {"provider": "openai", "model": OPENAI_MODELS[1], "available": True}
+    assert api_get(page, "/api/settings/model/")["configuration"] == chosen
 
 
 def test_owner_sets_a_key_that_the_page_never_shows(settings_page: Page, response_bodies: list[str]) -> None:
@@ -353,3 +355,17 @@ def test_the_rules_flarebot_always_applies_are_shown_under_the_editor_and_surviv
     expect(page.locator("#product-rules")).to_have_text(instructions.PRODUCT_RULES)
     assert "untrusted evidence" in page.locator("#product-rules").inner_text()
     screenshot(page, f"settings-product-rules-{width}")
+
+
+def test_a_chosen_model_that_left_the_catalog_is_said_to_be_unavailable(settings_page: Page) -> None:
+    ModelConfiguration.objects.update_or_create(singleton=True, defaults={"provider": "local", "model": "gone-model"})
+    page = settings_page
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+
+    expect(page.locator("#model-message")).to_have_text(
+        "The model gone-model is no longer offered. Choose another and save."
+    )
+    page.get_by_role("button", name="Save model").click()
+    expect(page.locator("#model-message")).to_have_text("Saved.")
+    assert api_get(page, "/api/settings/model/")["configuration"]["available"] is True
