@@ -23,7 +23,7 @@ from conversations import eventlog, selectors, turns
 from conversations.browser_tasks import services as browser_tasks
 from conversations.eventlog import EventFrame, EventsPublished
 from conversations.events import BrowserFrame, BrowserInput, browser_input_group, conversation_group
-from conversations.frames import BrowserInputFrame, ClientFrame, parse_client_frame
+from conversations.frames import BrowserInputFrame, ClientFrame, frame_session_check, parse_client_frame
 from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError, InvalidInput
 from flarebot.core.sessions import (
@@ -260,6 +260,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
 
     async def _act(self, frame: ClientFrame) -> None:
         key, conversation_id = self.session_key, self.conversation_id
+        frame_session_check(frame, conversation_id=conversation_id)
         if frame["type"] == "user_message":
             submitted = await _submit(key, conversation_id, frame["request_id"], frame["text"])
             ack = {"type": "ack", "request_id": frame["request_id"].lower(), "turn_id": str(submitted.turn.id)}

@@ -32,12 +32,14 @@ class CriticalPointResponseFrame(TypedDict, total=False):
     critical_point_id: str
     response: str
     approve: bool  # optional: the owner's Approve (true) or Deny (false) of a held action
+    session_id: str  # optional (seed 004's shape): must name this socket's conversation
 
 
-class EmailConsentResponseFrame(TypedDict):
+class EmailConsentResponseFrame(TypedDict, total=False):
     type: Literal["email_consent_response"]
     critical_point_id: str
     consent: bool
+    session_id: str  # optional (seed 004's shape): must name this socket's conversation
 
 
 class BrowserTaskConfirmFrame(TypedDict):
@@ -78,7 +80,8 @@ _FIELDS: dict[str, dict[str, type]] = {
 }
 # Fields a frame may leave out (additions to the contract: older clients do not send them).
 _OPTIONAL: dict[str, dict[str, type]] = {
-    "critical_point_response": {"approve": bool},
+    "critical_point_response": {"approve": bool, "session_id": str},
+    "email_consent_response": {"session_id": str},
 }
 
 
@@ -117,6 +120,23 @@ def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> Clien
         if problem is not None:
             raise InvalidInput(problem, code="invalid_frame")
     return frame  # type: ignore[return-value]
+
+
+def frame_session_check(frame: ClientFrame, *, conversation_id: uuid.UUID) -> None:
+    """Refuse a frame whose `session_id` (seed 004's reply shape) names another conversation than its socket's."""
+    session_id = frame.get("session_id")
+    if session_id is None:
+        return
+    try:
+        parsed = uuid.UUID(str(session_id))
+    except ValueError:
+        parsed = None
+    # The canonical form only (uuid.UUID also takes braces, "urn:" and stray hyphens), any case.
+    same = parsed == conversation_id and str(parsed) == str(session_id).lower()
+    if not same:
+        raise InvalidInput(
+            "session_id names another conversation than this socket's; nothing was sent.", code="wrong_session"
+        )
 
 
 def _require_uuid(value: str, name: str) -> None:

@@ -281,3 +281,48 @@ async def test_malformed_frames_get_an_error_frame_that_never_echoes_typed_text(
     raw = await socket.receive_from(timeout=5)
     assert json.loads(raw)["code"] == "invalid_frame"
     assert "s3cret" not in raw
+
+
+async def test_an_answer_in_seed_004s_shape_names_its_own_conversation_as_session_id(
+    sockets, owner_session, conversation
+):
+    other = await orm(conversation_create)(name="Another")
+    _, point = await orm(paused_task)(conversation)
+    socket = await connect(sockets, owner_session, conversation)
+    await replayed(socket)
+
+    for wrong in (str(other.id), "not-a-conversation", "{" + str(conversation) + "}"):
+        await send(
+            socket, type="critical_point_response", critical_point_id=str(point.id), response="Red.", session_id=wrong
+        )
+        await expect_error_frame(socket, "wrong_session")
+    assert (await orm(CriticalPoint.objects.get)(id=point.id)).state == "open"  # nothing was sent
+
+    await send(
+        socket,
+        type="critical_point_response",
+        critical_point_id=str(point.id),
+        response="The red one.",
+        session_id=str(conversation).upper(),
+    )
+    resolved, _card = await next_frames(socket, 2)
+
+    assert resolved["event"] == "critical_point.resolved"
+    assert (await orm(CriticalPoint.objects.get)(id=point.id)).response == "The red one."
+
+
+async def test_an_email_consent_may_carry_session_id_too(sockets, owner_session, conversation):
+    _, point = await orm(paused_task)(conversation, kind="email_consent")
+    socket = await connect(sockets, owner_session, conversation)
+    await replayed(socket)
+
+    await send(
+        socket,
+        type="email_consent_response",
+        critical_point_id=str(point.id),
+        consent=False,
+        session_id=str(conversation),
+    )
+    resolved, _card = await next_frames(socket, 2)
+
+    assert resolved["event"] == "critical_point.resolved"
