@@ -90,7 +90,7 @@ class AnthropicAdapter:
     async def _events(self, stream: Any) -> AsyncIterator[StreamEvent]:
         tool_blocks: dict[int, dict[str, str]] = {}
         stop_reason, input_tokens, output_tokens = "end_turn", 0, 0
-        with sdk_errors(anthropic, LABEL, status_of_error=_stream_status):
+        with sdk_errors(anthropic, LABEL, answering=True, status_of_error=_stream_status):
             async for event in stream:
                 kind = event.type
                 if kind == "message_start":

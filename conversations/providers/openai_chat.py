@@ -92,7 +92,7 @@ class ChatCompletionsAdapter:
     async def _events(self, stream: Any) -> AsyncIterator[StreamEvent]:
         calls: dict[int, dict[str, str]] = {}
         stop_reason, input_tokens, output_tokens = "stop", 0, 0
-        with sdk_errors(openai, self.label, keyed=self.needs_key):
+        with sdk_errors(openai, self.label, keyed=self.needs_key, answering=True):
             async for chunk in stream:
                 if chunk.usage is not None:
                     input_tokens = chunk.usage.prompt_tokens or 0

@@ -169,7 +169,10 @@ async def test_it_fails_a_turn_whose_connection_drops_three_times_in_a_row(anthr
     turn = await ask(conversation_id, "Hello?", cancels)
 
     assert (turn.status, turn.error_code) == ("failed", "provider_connection")
-    assert turn.error_message == "The connection to Anthropic was lost before the answer finished."
+    assert turn.error_message == (
+        "The connection to Anthropic broke off in the middle of the answer. Try again; if it keeps happening, "
+        "check this server's network."
+    )
     assert len(fake_providers.requests) == 3
     assert (await events(conversation_id))[-1].data == {"code": turn.error_code, "message": turn.error_message}
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import socket
+import ssl
 import traceback
 from collections.abc import Callable
 
+import anthropic as anthropic_sdk
+import httpx2
 import pytest
 
 from conversations.providers.anthropic_messages import AnthropicAdapter
@@ -21,11 +26,12 @@ from conversations.providers.base import (
     ToolDefinition,
 )
 from conversations.providers.catalog import adapter_for
-from conversations.providers.errors import ProviderError
+from conversations.providers.errors import ProviderError, connection_failure
 from conversations.providers.openai_chat import ChatCompletionsAdapter
 from flarebot.core.crypto import Secret
 from tests.support.fake_providers import Call, Drop, FakeProviders, HttpError, StreamError, Text
 from tests.support.resources import free_port
+from tests.support.tls_server import untrusted_tls_server
 
 ANTHROPIC_KEY = "sk-ant-api03-Zq8vR2mK4xT7bN1cW9eY5uH3"
 OPENAI_KEY = "sk-proj-Lm3Np5Qr7St9Uv1Wx3Yz5Ab7Cd9"
@@ -544,7 +550,7 @@ async def test_it_reports_a_dropped_connection_as_retryable(fake_providers, prov
 
 
 @ALL
-async def test_it_reports_a_refused_connection_as_retryable(fake_providers, provider):
+async def test_it_says_a_connection_was_refused_and_that_it_may_be_retried(fake_providers, provider):
     make, model, _ = ADAPTERS[provider]
     adapter = make(fake_providers)
     adapter.base_url = adapter.base_url.replace(f":{fake_providers.port}", f":{free_port()}")
@@ -552,8 +558,68 @@ async def test_it_reports_a_refused_connection_as_retryable(fake_providers, prov
     with pytest.raises(ProviderError) as info:
         await collect(adapter, ask(), model=model, key=key_of(provider))
 
-    assert info.value.code == "provider_connection"
+    assert info.value.code == "provider_refused"
+    assert "refused the connection" in info.value.message
     assert info.value.retryable is True
+
+
+@pytest.fixture
+async def tls_server():
+    async with untrusted_tls_server() as origin:
+        yield origin
+
+
+@ALL
+async def test_it_says_the_tls_certificate_was_not_accepted(fake_providers, provider, tls_server):
+    make, model, _ = ADAPTERS[provider]
+    adapter = make(fake_providers)
+    adapter.base_url = adapter.base_url.replace(f"http://127.0.0.1:{fake_providers.port}", tls_server)
+
+    with pytest.raises(ProviderError) as info:
+        await collect(adapter, ask(), model=model, key=key_of(provider))
+
+    assert info.value.code == "provider_tls"
+    assert "certificate" in info.value.message
+    assert info.value.retryable is False
+
+
+@KEYED
+async def test_it_says_a_key_without_permission_is_refused_access(fake_providers, provider):
+    fake_providers.script([HttpError(403, {"error": {"type": "permission_error", "message": "no access 9912"}})])
+
+    error, _ = await failure(fake_providers, provider)
+
+    assert error.code == "provider_forbidden"
+    assert "HTTP 403" in error.message
+    assert_safe(error, "no access 9912")
+
+
+def chained(*errors: BaseException) -> BaseException:
+    for outer, inner in itertools.pairwise(errors):
+        outer.__cause__ = inner
+    return errors[0]
+
+
+@pytest.mark.parametrize(
+    ("cause", "code"),
+    [
+        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "provider_dns"),
+        (ConnectionRefusedError(111, "Connection refused"), "provider_refused"),
+        (ssl.SSLCertVerificationError("certificate verify failed"), "provider_tls"),
+        (TimeoutError(), "provider_timeout"),
+        (OSError(101, "Network is unreachable"), "provider_unreachable"),
+    ],
+)
+def test_each_failure_to_connect_has_its_own_message(cause, code):
+    request = httpx2.Request("POST", "https://api.example.invalid/v1/messages")
+    error = chained(anthropic_sdk.APIConnectionError(request=request), httpx2.ConnectError("failed"), cause)
+
+    failed = connection_failure("Anthropic", error, answering=False)
+    lost = connection_failure("Anthropic", error, answering=True)
+
+    assert failed.code == code
+    assert lost.code == "provider_connection"
+    assert len({failed.message, lost.message}) == 2
 
 
 @pytest.mark.parametrize(("provider", "label"), [("anthropic", "Anthropic"), ("openai", "OpenAI")])
