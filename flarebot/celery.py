@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flarebot.settings")
@@ -18,9 +19,25 @@ app.conf.task_queues = (Queue("turns"), Queue("tools"), Queue("default"))
 app.autodiscover_tasks(related_name="jobs")
 
 
+def _worker_name(sender: Any) -> str:
+    return getattr(sender, "hostname", None) or f"worker@{socket.gethostname()}-{os.getpid()}"
+
+
 @worker_ready.connect
 def _heartbeat(sender: Any = None, **kwargs: Any) -> None:
     """Report this worker alive, with what it finds on its machine, for as long as it runs."""
     from flarebot.core.heartbeat import worker_heartbeat_start
 
-    worker_heartbeat_start(getattr(sender, "hostname", None) or f"worker@{socket.gethostname()}-{os.getpid()}")
+    worker_heartbeat_start(_worker_name(sender))
+
+
+@worker_shutdown.connect
+def _gone(sender: Any = None, **kwargs: Any) -> None:
+    """Say at once that this worker stopped: the System section counts only the live ones."""
+    from django.db import DatabaseError
+
+    from flarebot.core.heartbeat import heartbeat_forget
+
+    # If the database went first, the row goes stale on its own.
+    with contextlib.suppress(DatabaseError):
+        heartbeat_forget(name=_worker_name(sender))

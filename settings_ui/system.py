@@ -19,7 +19,7 @@ from conversations.model_settings import model_settings_get
 from flarebot.core.broker import EMBEDDED_MARK, redis_is_reachable, url_for_display
 from flarebot.core.heartbeat import BEAT, STALE_AFTER
 from flarebot.core.models import Heartbeat
-from flarebot.core.probes import ProbeResult, probe_labels
+from flarebot.core.probes import probe_labels
 
 State = Literal["ok", "missing", "error", "unknown"]
 
@@ -95,18 +95,22 @@ def _beat() -> Component:
 
 
 def _probes(alive: list[Heartbeat]) -> list[Component]:
-    """Each optional part as the live workers found it: present if any of them has it."""
+    """Each optional part as one live worker found it: the one that looked last.
+
+    Findings of different workers are never mixed (a part one worker has says nothing of
+    the machine another runs on); until a live worker has looked, the part is "checking".
+    """
+    reported = [w for w in alive if isinstance(w.detail.get("probes"), dict)]
+    latest = max(reported, key=lambda w: (str(w.detail.get("probed_at") or ""), w.seen_at), default=None)
     components = []
     for name, label in probe_labels().items():
-        reports: list[ProbeResult] = [w.detail["probes"][name] for w in alive if name in w.detail.get("probes", {})]
-        found = next((r for r in reports if r["state"] == "ok"), None)
-        if found is not None:
-            components.append(_component(name, label, "ok", found["detail"]))
-        elif reports:
-            components.append(_component(name, label, reports[0]["state"], reports[0]["detail"], reports[0]["fix"]))
+        report = latest.detail["probes"].get(name) if latest is not None else None
+        if report is not None:
+            components.append(_component(name, label, report["state"], report["detail"], report["fix"]))
+        elif alive:
+            components.append(_component(name, label, "unknown", "Checking: the workers have not reported yet."))
         else:
-            detail = "No worker has looked for it yet." if alive else "No worker is running to look for it."
-            components.append(_component(name, label, "unknown", detail, None if alive else WORKER_FIX))
+            components.append(_component(name, label, "unknown", "No worker is running to look for it.", WORKER_FIX))
     return components
 
 

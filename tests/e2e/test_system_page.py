@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from flarebot.core.models import Installation
+from tests.e2e.conftest import screenshot
 from tests.e2e.settings_support import settings_sign_in
+from tests.support.live import LiveStack
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 WAIT_MS = 30_000
+NO_DOCKER = "unix:///nonexistent/flarebot-test/docker.sock"
 
 
 def row(page: Page, name: str):
@@ -57,3 +61,41 @@ def test_it_fits_a_375_pixel_screen(page: Page, owner: Installation) -> None:
         assert box is not None
         assert box["x"] >= 0
         assert box["x"] + box["width"] <= 375
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_after_a_restart_it_counts_only_live_workers_and_never_shows_what_stopped_ones_found(
+    page: Page, owner: Installation, live_stack: LiveStack, width: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    settings_sign_in(page)
+    normal = dict(live_stack.stack.env)
+    live_stack.stack.env = {**normal, "FLAREBOT_CHROMIUM": "/nonexistent/chromium", "DOCKER_HOST": NO_DOCKER}
+    live_stack.restart("worker")
+    try:
+        page.goto("/settings/#system")
+        expect(page.locator("body")).to_have_attribute("data-ready", "1")
+        # From the first look on, nothing a stopped worker had found is shown, and only the
+        # restarted worker is counted, until it reports what it finds here.
+        seen: list[tuple[str, str | None, str | None]] = []
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while time.monotonic() < deadline:
+            workers = row(page, "workers").locator(".system-detail").inner_text()
+            states = (
+                row(page, "chromium").get_attribute("data-state"),
+                row(page, "docker").get_attribute("data-state"),
+            )
+            seen.append((workers, *states))
+            assert not workers.startswith(("2 processes", "3 processes")), seen
+            assert "ok" not in states, seen
+            if workers.startswith("1 process, ") and states == ("missing", "missing"):
+                break
+            page.locator("#system-reload").click()
+            page.wait_for_timeout(500)
+        else:
+            raise AssertionError(f"the restarted worker never reported: {seen}")
+        expect(row(page, "docker").locator(".system-detail")).to_have_text(f"No Docker engine answers at {NO_DOCKER}.")
+        screenshot(page, f"system-after-restart-{width}")
+    finally:
+        live_stack.stack.env = normal
+        live_stack.restart("worker")

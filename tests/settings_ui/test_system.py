@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from conversations.model_settings import provider_key_set
 from flarebot.core.broker import EMBEDDED_MARK
-from flarebot.core.heartbeat import BEAT, heartbeat_record
+from flarebot.core.heartbeat import BEAT, heartbeat_forget, heartbeat_record
 from flarebot.core.models import Heartbeat
 
 pytestmark = pytest.mark.django_db
@@ -25,9 +25,13 @@ def components(client) -> dict[str, dict]:
     return {c["name"]: c for c in response.json()["components"]}
 
 
-def worker(name: str, *, chromium: dict | None, seen_ago: float = 1.0) -> None:
-    probes = {} if chromium is None else {"chromium": chromium}
-    heartbeat_record(name=name, kind="worker", detail={"host": "h", "pid": 1, "probes": probes})
+def worker(
+    name: str, *, chromium: dict | None, seen_ago: float = 1.0, probed_ago: float | None = 5.0, checking: bool = False
+) -> None:
+    probes = None if checking else ({} if chromium is None else {"chromium": chromium})
+    probed_at = (timezone.now() - timedelta(seconds=probed_ago)).isoformat() if probed_ago is not None else None
+    detail = {"host": "h", "pid": 1, "probes": probes, "probed_at": None if checking else probed_at}
+    heartbeat_record(name=name, kind="worker", detail=detail)
     Heartbeat.objects.filter(name=name).update(seen_at=timezone.now() - timedelta(seconds=seen_ago))
 
 
@@ -54,10 +58,14 @@ def test_it_says_what_is_missing_with_its_fix_when_nothing_runs(owner_client):
     }
 
 
-def test_it_reports_live_workers_beat_and_what_the_workers_found(owner_client):
-    worker("worker-a", chromium={"state": "missing", "detail": "No Chromium was found.", "fix": CHROMIUM_FIX})
-    worker("worker-b", chromium={"state": "ok", "detail": "/usr/bin/chromium", "fix": None})
-    worker("worker-dead", chromium=None, seen_ago=600)
+def test_it_reports_live_workers_beat_and_what_the_latest_worker_found(owner_client):
+    worker(
+        "worker-a",
+        chromium={"state": "missing", "detail": "No Chromium was found.", "fix": CHROMIUM_FIX},
+        probed_ago=30,
+    )
+    worker("worker-b", chromium={"state": "ok", "detail": "/usr/bin/chromium", "fix": None}, probed_ago=2)
+    worker("worker-dead", chromium={"state": "ok", "detail": "/old/chromium", "fix": None}, seen_ago=600)
     heartbeat_record(name=BEAT, kind="beat")
     provider_key_set(provider="openai", key="sk-proj-Zx2cVb4nMq6wEr8tYu0iOp2a")
 
@@ -133,3 +141,65 @@ def test_it_shows_the_shell_rows_with_the_fix_the_worker_gave(owner_client):
     assert "dockerd --bridge=none" in found["docker"]["fix"]
     assert found["sandbox_image"]["label"] == "Sandbox image (shell)"
     assert ".venv/bin/python manage.py build_sandbox_image" in found["sandbox_image"]["fix"]
+
+
+def test_a_worker_that_missed_two_heartbeats_is_gone_and_its_findings_with_it(owner_client):
+    worker("worker-new", chromium={"state": "missing", "detail": "No Chromium was found.", "fix": CHROMIUM_FIX})
+    # Stopped 26 s ago (two heartbeats and a moment): it saw a Chromium that is no longer there.
+    worker(
+        "worker-old", chromium={"state": "ok", "detail": "/usr/bin/chromium", "fix": None}, seen_ago=26, probed_ago=1
+    )
+
+    found = components(owner_client)
+
+    assert found["workers"]["detail"].startswith("1 process, last heartbeat")
+    assert (found["chromium"]["state"], found["chromium"]["detail"]) == ("missing", "No Chromium was found.")
+
+
+def test_a_worker_that_stopped_is_not_counted_at_once(owner_client):
+    worker("worker-a", chromium={"state": "ok", "detail": "/usr/bin/chromium", "fix": None})
+
+    heartbeat_forget(name="worker-a")
+
+    found = components(owner_client)
+    assert found["workers"]["state"] == "missing"
+    assert found["chromium"]["state"] == "unknown"
+
+
+def test_it_says_checking_until_a_new_worker_has_looked(owner_client):
+    worker("worker-new", chromium=None, checking=True)
+
+    found = components(owner_client)
+
+    assert found["workers"]["state"] == "ok"
+    assert (found["chromium"]["state"], found["chromium"]["detail"]) == (
+        "unknown",
+        "Checking: the workers have not reported yet.",
+    )
+    assert found["docker"]["detail"] == "Checking: the workers have not reported yet."
+
+
+def test_the_findings_of_two_workers_are_never_mixed(owner_client):
+    docker_ok = {"state": "ok", "detail": "Docker 28", "fix": None}
+    chromium_missing = {"state": "missing", "detail": "No Chromium was found.", "fix": CHROMIUM_FIX}
+    heartbeat_record(
+        name="worker-a",
+        kind="worker",
+        detail={
+            "probes": {"chromium": {"state": "ok", "detail": "/usr/bin/chromium", "fix": None}},
+            "probed_at": (timezone.now() - timedelta(seconds=20)).isoformat(),
+        },
+    )
+    heartbeat_record(
+        name="worker-b",
+        kind="worker",
+        detail={
+            "probes": {"docker": docker_ok, "chromium": chromium_missing},
+            "probed_at": (timezone.now() - timedelta(seconds=1)).isoformat(),
+        },
+    )
+
+    found = components(owner_client)
+
+    # All from worker-b, the one that looked last: not worker-a's Chromium beside worker-b's Docker.
+    assert (found["chromium"]["state"], found["docker"]["state"]) == ("missing", "ok")
