@@ -91,6 +91,10 @@ SettingsOutput = inline_serializer(
                 for p in KEYED_PROVIDERS
             },
         ),
+        "unchecked_reasons": inline_serializer(
+            "ProviderKeyUncheckedReasons",
+            {p: serializers.CharField(allow_null=True) for p in KEYED_PROVIDERS},
+        ),
     },
 )
 CatalogOutput = inline_serializer(

@@ -52,6 +52,8 @@ class ModelSettingsView(TypedDict):
     credentials: dict[str, CredentialState]
     # An addition to the contract: whether the provider took each stored key when it was saved.
     verification: dict[str, Verification | None]
+    # An addition: why a stored key could not be checked (null when it was, or none is stored).
+    unchecked_reasons: dict[str, str | None]
 
 
 def _configuration() -> Configuration:
@@ -72,7 +74,8 @@ def model_unavailable_message(model: str) -> str:
 
 def model_settings_get() -> ModelSettingsView:
     """Return the configuration and which providers have a key."""
-    stored = dict(ProviderKey.objects.values_list("provider", "verified_at"))
+    rows = {row[0]: row[1:] for row in ProviderKey.objects.values_list("provider", "verified_at", "unchecked_reason")}
+    stored = {provider: verified_at for provider, (verified_at, _) in rows.items()}
     config = _configuration()
     return {
         "configuration": {
@@ -83,6 +86,10 @@ def model_settings_get() -> ModelSettingsView:
         "credentials": {p: ("configured" if p in stored else "missing") for p in KEYED_PROVIDERS},
         "verification": {
             p: (None if p not in stored else "verified" if stored[p] is not None else "not_verified")
+            for p in KEYED_PROVIDERS
+        },
+        "unchecked_reasons": {
+            p: (rows[p][1] or "The provider could not be asked.") if p in stored and stored[p] is None else None
             for p in KEYED_PROVIDERS
         },
     }
@@ -115,12 +122,13 @@ def provider_key_set(*, provider: str, key: str) -> ModelSettingsView:
         )
     checked = provider_key_check(provider=provider, key=key)
     label = PROVIDER_LABELS[provider]
-    if checked == KeyCheck.REFUSED:
+    if checked.outcome == KeyCheck.REFUSED:
         raise InvalidInput(f"{label} refused this key; it was not saved. Check it and try again.", code="key_refused")
     sealed = seal(key, server_secret=settings.SECRET_KEY, installation_id=_installation_id())
-    verified_at = timezone.now() if checked == KeyCheck.VERIFIED else None
+    verified_at = timezone.now() if checked.outcome == KeyCheck.VERIFIED else None
+    defaults = {"sealed": sealed, "verified_at": verified_at, "unchecked_reason": checked.reason[:300]}
     with transaction.atomic():
-        ProviderKey.objects.update_or_create(provider=provider, defaults={"sealed": sealed, "verified_at": verified_at})
+        ProviderKey.objects.update_or_create(provider=provider, defaults=defaults)
     return model_settings_get()
 
 

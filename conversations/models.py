@@ -157,6 +157,8 @@ class ProviderKey(BaseModel):
     sealed = models.BinaryField()
     # When the provider last took this key; None: it could not be asked when it was saved.
     verified_at = models.DateTimeField(null=True, blank=True)
+    # Why it could not be checked (a safe, classified message), when it could not.
+    unchecked_reason = models.CharField(max_length=300, blank=True, default="")
 
 
 class InstructionOverride(SingletonModel):

@@ -115,18 +115,24 @@ def _probes(alive: list[Heartbeat]) -> list[Component]:
 
 
 def _keys() -> list[Component]:
-    credentials = model_settings_get()["credentials"]
+    """A key is ok only when its provider took it; one it could not be asked about is unknown."""
+    settings_view = model_settings_get()
     uses = {"anthropic": "Anthropic's models", "openai": "OpenAI's models and web search"}
     labels = {"anthropic": "Anthropic key", "openai": "OpenAI key"}
-    return [
-        _component(
-            f"{provider}_key",
-            labels.get(provider, provider),
-            "ok" if state == "configured" else "missing",
-            f"Stored (needed for {uses.get(provider, provider)})"
-            if state == "configured"
-            else f"None stored: {uses.get(provider, provider)} are unavailable.",
-            "Add one in Settings, under Model.",
+    components = []
+    for provider, state in settings_view["credentials"].items():
+        use = uses.get(provider, provider)
+        if state != "configured":
+            state_of: State = "missing"
+            detail = f"None stored: {use} are unavailable."
+        elif settings_view["verification"].get(provider) == "verified":
+            state_of, detail = "ok", f"Stored, and the provider accepted it (needed for {use})"
+        else:
+            reason = settings_view["unchecked_reasons"].get(provider) or "the provider could not be asked."
+            state_of, detail = "unknown", f"Stored; not checked: {reason}"
+        components.append(
+            _component(
+                f"{provider}_key", labels.get(provider, provider), state_of, detail, "Add one in Settings, under Model."
+            )
         )
-        for provider, state in credentials.items()
-    ]
+    return components

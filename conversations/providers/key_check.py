@@ -9,10 +9,13 @@ or logged: neither the key nor the provider's body.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 import anthropic
 import openai
 from django.conf import settings
+
+from conversations.providers.errors import connection_failure, provider_error_from_status, status_of
 
 TIMEOUT = 10.0
 
@@ -23,8 +26,15 @@ class KeyCheck(enum.StrEnum):
     UNREACHABLE = "unreachable"
 
 
-def provider_key_check(*, provider: str, key: str) -> KeyCheck:
+@dataclass(frozen=True)
+class KeyChecked:
+    outcome: KeyCheck
+    reason: str = ""  # why it could not be checked: a safe, classified message
+
+
+def provider_key_check(*, provider: str, key: str) -> KeyChecked:
     """Ask the provider whether it takes this key, within 10 s."""
+    label = "Anthropic" if provider == "anthropic" else "OpenAI"
     try:
         if provider == "anthropic":
             with anthropic.Anthropic(
@@ -44,9 +54,11 @@ def provider_key_check(*, provider: str, key: str) -> KeyCheck:
         else:
             raise ValueError(provider)
     except (anthropic.AuthenticationError, anthropic.PermissionDeniedError):
-        return KeyCheck.REFUSED
+        return KeyChecked(KeyCheck.REFUSED)
     except (openai.AuthenticationError, openai.PermissionDeniedError):
-        return KeyCheck.REFUSED
-    except (anthropic.APIError, openai.APIError):
-        return KeyCheck.UNREACHABLE
-    return KeyCheck.VERIFIED
+        return KeyChecked(KeyCheck.REFUSED)
+    except (anthropic.APIConnectionError, openai.APIConnectionError) as error:
+        return KeyChecked(KeyCheck.UNREACHABLE, connection_failure(label, error, answering=False).message)
+    except (anthropic.APIError, openai.APIError) as error:
+        return KeyChecked(KeyCheck.UNREACHABLE, provider_error_from_status(label, status_of(error)).message)
+    return KeyChecked(KeyCheck.VERIFIED)

@@ -32,6 +32,7 @@ import { tasksSection } from "./tasks.js";
   let catalog = {};
   let credentials = {};
   let verification = {};
+  let uncheckedReasons = {};
 
   function fillModels(provider, selected) {
     modelSelect.replaceChildren();
@@ -50,6 +51,7 @@ import { tasksSection } from "./tasks.js";
   function showSettings(settings) {
     credentials = settings.credentials;
     verification = settings.verification || {};
+    uncheckedReasons = settings.unchecked_reasons || {};
     const { provider, model } = settings.configuration;
     providerSelect.replaceChildren();
     for (const [name, models] of Object.entries(catalog)) {
@@ -75,7 +77,7 @@ import { tasksSection } from "./tasks.js";
     if (state === "configured" && verification[provider] === "not_verified") state = "not-verified";
     const badge = form.querySelector("[data-role=state]");
     badge.dataset.state = state;
-    badge.textContent = { configured: "Verified", "not-verified": "Saved, not verified", missing: "Missing" }[state];
+    badge.textContent = { configured: "Verified", "not-verified": "Saved, not checked", missing: "Missing" }[state];
     form.querySelector("[data-role=remove]").hidden = state === "missing";
   }
 
@@ -118,7 +120,12 @@ import { tasksSection } from "./tasks.js";
       try {
         showSettings(await api(method, path, body));
         if (method === "PUT") input.value = "";
-        say(message, done, "ok");
+        if (method === "PUT" && verification[provider] !== "verified") {
+          // Green only for a key the provider accepted: one it could not be asked about is just saved.
+          say(message, `Saved; not checked: ${uncheckedReasons[provider] || "the provider could not be asked."}`);
+        } else {
+          say(message, done, "ok");
+        }
       } catch (error) {
         if (method === "PUT") input.setAttribute("aria-invalid", "true");
         say(message, error.message, "error");
@@ -129,7 +136,7 @@ import { tasksSection } from "./tasks.js";
 
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      run("PUT", { key: input.value }, "Key saved.");
+      run("PUT", { key: input.value }, `Key saved: ${form.dataset.label} accepted it.`);
     });
     remove.addEventListener("click", () => {
       if (window.confirm(`Remove the stored ${form.dataset.label} key?`)) run("DELETE", undefined, "Key removed.");

@@ -57,6 +57,7 @@ def settings_view(
             name: "verified" if state == "configured" else None
             for name, state in (("anthropic", anthropic), ("openai", openai))
         },
+        "unchecked_reasons": {"anthropic": None, "openai": None},
     }
 
 
@@ -674,4 +675,8 @@ def test_it_saves_a_key_it_could_not_check_as_not_verified(owner_client, owner, 
     assert response.status_code == 200, response.content
     assert response.json()["credentials"]["anthropic"] == "configured"
     assert response.json()["verification"] == {"anthropic": "not_verified", "openai": None}
+    reason = response.json()["unchecked_reasons"]["anthropic"]
+    assert reason.startswith("Anthropic refused the connection: nothing listens at its address.")
+    assert response.json()["unchecked_reasons"]["openai"] is None
+    assert owner_client.get(MODEL).json()["unchecked_reasons"]["anthropic"] == reason  # kept for a reload
     assert opened(stored_keys()["anthropic"], owner) == ANTHROPIC_KEY

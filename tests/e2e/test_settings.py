@@ -101,7 +101,7 @@ def test_owner_sets_a_key_that_the_page_never_shows(settings_page: Page, respons
     form.get_by_role("button", name="Save key").click()
 
     expect(form.locator("[data-role=state]")).to_have_text("Verified")
-    expect(form.locator("[data-role=message]")).to_have_text("Key saved.")
+    expect(form.locator("[data-role=message]")).to_have_text("Key saved: Anthropic accepted it.")
     expect(form.locator("input")).to_have_value("")
     expect(form.get_by_role("button", name="Remove")).to_be_visible()
     expect(key_form(page, "openai").locator("[data-role=state]")).to_have_text("Missing")
@@ -332,8 +332,46 @@ def test_a_key_saved_while_the_provider_was_unreachable_shows_as_not_verified(se
     page.reload()
 
     form = key_form(page, "openai")
-    expect(form.locator("[data-role=state]")).to_have_text("Saved, not verified")
+    expect(form.locator("[data-role=state]")).to_have_text("Saved, not checked")
     expect(form.get_by_role("button", name="Remove")).to_be_visible()
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_made_up_key_the_provider_could_not_check_is_saved_in_the_neutral_colour_with_the_reason(
+    settings_page: Page, fake_providers, width: int
+) -> None:
+    made_up = "sk-ant-api03-MadeUp00000000000000000000"
+    fake_providers.unavailable_keys.add(made_up)
+    page = settings_page
+    page.set_viewport_size({"width": width, "height": 900})
+    form = key_form(page, "anthropic")
+
+    form.locator("input").fill(made_up)
+    form.get_by_role("button", name="Save key").click()
+
+    message = form.locator("[data-role=message]")
+    expect(message).to_have_text(
+        "Saved; not checked: Anthropic is overloaded or having problems (HTTP 503). Try again in a few minutes."
+    )
+    assert message.get_attribute("data-kind") != "ok"  # not the green of a key the provider accepted
+    badge = form.locator("[data-role=state]")
+    expect(badge).to_have_text("Saved, not checked")
+    assert badge.evaluate("node => getComputedStyle(node).color") != form.page.evaluate(
+        "getComputedStyle(document.documentElement).getPropertyValue('--success')"
+    )
+    screenshot(page, f"settings-key-not-checked-{width}")
+
+
+def test_a_key_the_provider_accepted_is_said_to_be_accepted(settings_page: Page) -> None:
+    page = settings_page
+    form = key_form(page, "anthropic")
+
+    form.locator("input").fill("sk-ant-api03-Accepted0000000000000000000")
+    form.get_by_role("button", name="Save key").click()
+
+    expect(form.locator("[data-role=message]")).to_have_text("Key saved: Anthropic accepted it.")
+    assert form.locator("[data-role=message]").get_attribute("data-kind") == "ok"
+    expect(form.locator("[data-role=state]")).to_have_text("Verified")
 
 
 @pytest.mark.parametrize("width", [1280, 375])

@@ -117,6 +117,8 @@ class FakeProviders:
     on_emit: Any = None
     # Keys the model listing (GET /v1/models, how a saved key is checked) answers 401 for.
     refused_keys: set[str] = field(default_factory=set)
+    # Keys the model listing answers 503 for: the key cannot be checked.
+    unavailable_keys: set[str] = field(default_factory=set)
     _loop: asyncio.AbstractEventLoop | None = None
     _server: asyncio.AbstractServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -150,6 +152,7 @@ class FakeProviders:
             self.requests.clear()
             self.key_checks.clear()
             self.refused_keys.clear()
+            self.unavailable_keys.clear()
 
     def _next_answer(self) -> list[Step]:
         with self._lock:
@@ -285,6 +288,8 @@ class FakeProviders:
             else:
                 error = {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error"}}
             await _respond(writer, 401, error)
+        elif key in self.unavailable_keys:
+            await _respond(writer, 503, {"type": "error", "error": {"type": "api_error", "message": "down 4411"}})
         elif anthropic_key is not None:
             model = {
                 "type": "model",
