@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from flarebot.core.account import owner_password_change
+from flarebot.core.api import StrictSerializer, StringField
+from flarebot.core.schema import BODY_STATUSES, errors
 from settings_ui.system import system_status
 
 SystemOutput = inline_serializer(
@@ -33,3 +37,38 @@ class SystemApi(APIView):
     @extend_schema(responses={200: SystemOutput})
     def get(self, request: Request) -> Response:
         return Response({"components": system_status()})
+
+
+class PasswordChangeInput(StrictSerializer):
+    """The owner's current password and the new one (Django's validators apply)."""
+
+    current_password = StringField()
+    new_password = StringField()
+
+
+class PasswordChangeApi(APIView):
+    @extend_schema(
+        request=PasswordChangeInput,
+        responses={
+            204: None,
+            **errors(
+                *BODY_STATUSES,
+                429,
+                e400="`wrong_password` (the current one is not right), `invalid_password` (what the validators say).",
+                e429="`signin_throttled`: too many wrong passwords (they count as failed sign-ins).",
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Change the owner's password: this session stays signed in, every other one ends."""
+        body = PasswordChangeInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        # The owner's session middleware admitted only the owner's (a User) to /api/.
+        assert isinstance(request.user, User)
+        owner_password_change(
+            request=request._request,  # Django's own request: its client address and session
+            user=request.user,
+            current=body.validated_data["current_password"],
+            new=body.validated_data["new_password"],
+        )
+        return Response(status=204)

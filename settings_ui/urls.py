@@ -9,4 +9,5 @@ urlpatterns = [
     path("setup/", views.setup_view, name="setup"),
     path("settings/", views.settings_page, name="settings"),
     path("api/system/", api.SystemApi.as_view(), name="system"),
+    path("api/account/password/", api.PasswordChangeApi.as_view(), name="account-password"),
 ]

@@ -2,6 +2,7 @@
 // Everything is loaded from and saved through /api/settings/ and /api/memories/ (see
 // PROTOCOL.md); the page itself carries no private data. Stored keys are never shown: only
 // "Configured"/"Missing". The Memory, Tasks and System sections are modules of their own (memory.js, tasks.js, system.js).
+import { accountSection } from "./account.js";
 import { call as api, say } from "./api.js";
 import { memorySection } from "./memory.js";
 import { systemSection } from "./system.js";
@@ -262,5 +263,6 @@ import { tasksSection } from "./tasks.js";
     document.body.dataset.ready = "1";
   }
 
+  accountSection();
   load();
 })();
