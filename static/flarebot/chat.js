@@ -2,9 +2,11 @@
 // selected one's transcript (chat-view.js, chat-turn.js, chat-code.js) fed by its socket
 // (chat-stream.js), message actions (chat-actions.js), the header's model and export
 // (chat-header.js), and a composer (chat-composer.js). This module wires them together,
-// holds the page-wide keyboard shortcuts (Escape, Ctrl+Shift+O), and starts the page.
+// holds the page-wide keyboard shortcuts (Escape, Ctrl+Shift+O; the help list and the skip
+// link are chat-keys.js), and starts the page.
 
 import "./chat-actions.js";
+import "./chat-keys.js";
 import { loadModel } from "./chat-header.js";
 import { clearSearch } from "./chat-search.js";
 import { composerChanged, hideComposerError, showComposerError } from "./chat-composer.js";

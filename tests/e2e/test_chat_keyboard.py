@@ -234,3 +234,49 @@ def test_the_daily_features_work_by_keyboard_alone(
     page.keyboard.press("Enter")
     expect(page.locator("#transcript article.turn.linked")).to_have_count(1)
     expect(page.locator("#transcript article.turn.linked .msg.user")).to_have_text("Show me code. Shorter.")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_first_tab_stop_skips_to_the_message_box(chat_page: Page, width: int) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/")
+    expect(page.locator("#composer-input")).to_be_visible()
+    # From the top of the page, as a keyboard user starting over (the body focused).
+    page.evaluate("document.body.tabIndex = -1; document.body.focus(); document.body.removeAttribute('tabindex')")
+
+    page.keyboard.press("Tab")
+    skip = page.locator("#skip-to-composer")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_visible()  # shown once it has the focus
+    page.keyboard.press("Enter")
+
+    expect(page.locator("#composer-input")).to_be_focused()
+    page.keyboard.type("Straight here")
+    expect(page.locator("#composer-input")).to_have_value("Straight here")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_question_mark_lists_the_shortcuts_and_escape_closes_the_list(chat_page: Page, width: int) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/")
+    expect(page.locator("#composer-input")).to_be_visible()
+    page.locator("#transcript").focus()
+
+    page.keyboard.press("?")
+    dialog = page.locator("#shortcuts")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("dt")).to_have_count(6)
+    expect(dialog).to_contain_text("New chat")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+
+    page.locator("#composer-input").focus()
+    page.keyboard.type("Why? Because.")
+    expect(dialog).to_be_hidden()  # a "?" typed into the message stays in the message
+    expect(page.locator("#composer-input")).to_have_value("Why? Because.")
+
+    page.locator("#transcript").focus()
+    page.keyboard.press("/")
+    expect(page.locator("#search")).to_be_focused()
