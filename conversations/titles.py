@@ -6,6 +6,7 @@ first turn, and pages only show what the server stored.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 DEFAULT_NAME = "New conversation"
@@ -18,6 +19,17 @@ _TRAILING = " ,;:-–—"  # noqa: RUF001  (the dashes are meant)
 # isolates, zero-width spaces and joiners, the BOM) and lone surrogates. Names with them
 # are refused, so a title must not have them either.
 _DROPPED_CATEGORIES = frozenset({"Cf", "Cs"})
+# A title reads only the start of a message: markup can take room, but not this much.
+_MARKDOWN_READ = 4_000
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_LINE_MARK = re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d{1,9}[.)]\s+)+")
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
+_REFERENCE_LINK = re.compile(r"!?\[([^\]]+)\]\[[^\]]*\]")
+_AUTOLINK = re.compile(r"<((?:https?|mailto):[^<>\s]+)>")
+# Emphasis marks at a word's edge (as Markdown reads them), strikethrough and code ticks;
+# an underscore inside snake_case or a lone "*" between spaces stays.
+_EMPHASIS = re.compile(r"(?<![\w*_])[*_]{1,3}(?=[^\s*_])|(?<=[^\s*_])[*_]{1,3}(?![\w*_])|~~|`+")
 
 
 def conversation_title_from_text(text: str) -> str:
@@ -28,7 +40,7 @@ def conversation_title_from_text(text: str) -> str:
     ellipsis (hard, inside the word, when that would keep less than half of it: one long
     word, a long link) and ends in "…". A text with nothing visible gives the default name.
     """
-    kept, more = _visible_start(text, budget=TITLE_MAX_UTF16)
+    kept, more = _visible_start(markdown_plain(text[:_MARKDOWN_READ]), budget=TITLE_MAX_UTF16)
     if not more:
         return "".join(kept) or DEFAULT_NAME
     room = TITLE_MAX_UTF16 - len(ELLIPSIS)
@@ -43,6 +55,24 @@ def conversation_title_from_text(text: str) -> str:
             count = space
     head = "".join(kept[:count])
     return (head.rstrip(_TRAILING) or head) + ELLIPSIS
+
+
+def markdown_plain(text: str) -> str:
+    """The words of Markdown as a person reads them: no fences, heading or list marks, table
+    pipes and rules, link targets or emphasis marks (a title from a pasted table or answer)."""
+    lines = []
+    for line in text.splitlines():
+        if _FENCE.match(line) or _TABLE_RULE.match(line):
+            continue
+        line = _LINE_MARK.sub("", line)
+        line = _IMAGE_OR_LINK.sub(r"\1", line)
+        line = _REFERENCE_LINK.sub(r"\1", line)
+        line = _AUTOLINK.sub(r"\1", line)
+        line = _EMPHASIS.sub("", line)
+        if "|" in line:
+            line = " ".join(cell.strip() for cell in line.strip().strip("|").split("|"))
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _visible_start(text: str, *, budget: int) -> tuple[list[str], bool]:

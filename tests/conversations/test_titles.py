@@ -282,3 +282,37 @@ def test_it_marks_existing_names_as_the_owners_unless_they_are_the_default(owner
         post_message(owner_client, conversation_id, "Pasta for four")
 
     assert dict(listed(owner_client)) == {str(named): "Trip to Lisbon", str(untouched): "Pasta for four"}
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        (
+            "Here is a summary.\n\n| Name | Qty | Price |\n|---|---|---|\n| Kettle | 1 | 25 |",
+            "Here is a summary. Name Qty Price Kettle 1 25",
+        ),
+        (
+            "# Plan for **Monday**\n- buy [milk](https://shop.example/milk)\n- call ~~Bob~~ Ann",
+            "Plan for Monday buy milk call Bob Ann",
+        ),
+        ("```python\nprint(1)\n```\nWhat does it print?", "print(1) What does it print?"),
+        ("> A quoted line\n\n1. first\n2) second", "A quoted line first second"),
+        ("![A chart](chart.png) of [sales][q3]", "A chart of sales"),
+        ("See <https://example.org/a> now", "See https://example.org/a now"),
+        ("snake_case_name and 2*3 stay", "snake_case_name and 2*3 stay"),
+        ("| a | b |\n|:--|--:|", "a b"),
+    ],
+)
+def test_a_title_is_the_plain_text_of_markdown(text, title):
+    assert conversation_title_from_text(text) == title
+
+
+def test_a_long_markdown_table_is_cut_at_a_word_boundary_without_pipes():
+    table = "| Product | Quantity | Unit price | Total |\n|---|---|---|---|\n" + "| Kettle | 1 | 25.00 | 25.00 |\n" * 20
+
+    title = conversation_title_from_text("Here is a summary.\n\n" + table)
+
+    assert "|" not in title
+    assert "---" not in title
+    assert title.endswith("…")
+    assert len(title) <= 60

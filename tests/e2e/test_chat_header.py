@@ -35,7 +35,9 @@ AT_BOTTOM = (
 def model_setting(live_owner: OwnerClient) -> dict[str, str]:
     response = live_owner.api("GET", "/api/settings/model/")
     assert response.status_code == 200, response.text
-    return dict(response.json()["configuration"])
+    configuration = response.json()["configuration"]
+    assert configuration["available"] is True
+    return {"provider": configuration["provider"], "model": configuration["model"]}
 
 
 @pytest.mark.parametrize("look", LOOKS)
@@ -146,3 +148,21 @@ def test_it_starts_a_new_chat_with_ctrl_shift_o(
     expect(page.get_by_role("textbox", name="Message")).to_be_focused()
     expect(page.locator("#conversation-title")).to_have_text("Flarebot")
     expect(page.locator("#export")).to_be_hidden()
+
+
+def test_at_375_pixels_the_title_has_the_first_row_and_markdown_never_shows_in_it(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto("/")
+    expect(page.locator("#composer-input")).to_be_visible()
+
+    send(page, "Here is a summary of my order.\n\n| Name | Qty | Price |\n|---|---|---|\n| Kettle | 1 | 25 |")
+
+    title = page.locator("#conversation-title")
+    expect(title).to_have_text("Here is a summary of my order. Name Qty Price Kettle 1 25")
+    box = title.bounding_box()
+    assert box is not None
+    assert box["width"] >= 280  # most of the row: the model and export sit below it
+    screenshot(page, "chat-header-title-375")
