@@ -40,8 +40,29 @@ _NUMBER = r"[0-9]{1,4}"
 _ITEM = re.compile(rf"^(?:(\*)|({_NUMBER})(?:-({_NUMBER}))?)(?:/({_NUMBER}))?$")
 _ACCEPTED = (
     "five fields (minute hour day-of-month month day-of-week) of numbers, `*`, lists (1,15), "
-    "ranges (1-5) and steps on `*` or a range (*/15, 8-18/2)"
+    "ranges (1-5) and steps on `*` or a range (*/15, 8-18/2); months and days may be named "
+    "(JAN-DEC, MON-FRI), and @hourly, @daily, @weekly, @monthly and @yearly stand for their expressions"
 )
+# The nicknames standard cron knows, as the expressions they stand for.
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+_NAMES = {
+    "month": {
+        name: str(number)
+        for number, name in enumerate(
+            ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"), start=1
+        )
+    },
+    "day-of-week": {name: str(number) for number, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))},
+}
+_NAME = re.compile(r"(?<![A-Za-z])[A-Za-z]{3}(?![A-Za-z])")
 _INSTANT = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(Z|[+-][0-9]{2}:[0-9]{2})$")
 OFFSET_MAX = timedelta(hours=14)  # the widest offset any zone uses
 _UTC_NAMES = {"utc", "etc/utc", "etc/uct", "uct", "etc/universal", "universal", "etc/zulu", "zulu"}
@@ -136,7 +157,12 @@ def cron_parse(raw: Any) -> str:
     if len(raw) > CRON_MAX:
         raise ScheduleInvalid(f"schedule.expression: at most {CRON_MAX} characters.")
     if raw.strip().startswith("@"):
-        raise ScheduleInvalid(f"schedule.expression: nicknames such as @daily are not accepted; {_ACCEPTED}.")
+        macro = MACROS.get(raw.strip().lower())
+        if macro is None:
+            raise ScheduleInvalid(
+                f"schedule.expression: {raw.strip()[:20]!r} is not a nickname cron knows; {_ACCEPTED}."
+            )
+        raw = macro
     fields = raw.split()
     if len(fields) != len(_FIELDS):
         extra = " (seconds are not accepted)" if len(fields) == 6 else ""
@@ -144,14 +170,23 @@ def cron_parse(raw: Any) -> str:
     return " ".join(_field_parse(text, *spec) for text, spec in zip(fields, _FIELDS, strict=True))
 
 
+def _named(text: str, name: str) -> str:
+    """A field with its month or day names (JAN, MON; any case) as their numbers."""
+    names = _NAMES.get(name)
+    if names is None:
+        return text
+    return _NAME.sub(lambda match: names.get(match.group(0).upper(), match.group(0)), text)
+
+
 def _field_parse(text: str, name: str, low: int, high: int) -> str:
+    text = _named(text, name)
     items = []
     for item in text.split(","):
         match = _ITEM.match(item)
         if match is None:
             if re.search(r"[A-Za-z]", item):
-                what = "names of days or months are" if name in ("month", "day-of-week") else "letters are"
-                raise ScheduleInvalid(f"schedule.expression: {name} {item!r}: {what} not accepted; {_ACCEPTED}.")
+                what = "is not a name of a month or day" if name in _NAMES else "has letters"
+                raise ScheduleInvalid(f"schedule.expression: {name} {item!r} {what}; {_ACCEPTED}.")
             raise ScheduleInvalid(f"schedule.expression: {name} {item!r} is not valid; {_ACCEPTED}.")
         star, start, end, step = match.groups()
         if star is not None:

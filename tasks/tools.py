@@ -34,9 +34,10 @@ _SCHEDULE = {
     "type": "object",
     "description": (
         'Either {"kind": "once", "at": "2096-02-29T09:30:00Z"} (a future instant, whole seconds, Z or an offset) '
-        'or {"kind": "cron", "expression": "0 9 * * 1", "timezone": "Europe/Berlin"}: five numeric fields '
-        "(minute hour day-of-month month day-of-week; *, lists, ranges, steps on * or a range; no names, "
-        f"seconds or nicknames; at most {CRON_MAX} characters) read as wall-clock times of the IANA zone "
+        'or {"kind": "cron", "expression": "0 9 * * 1", "timezone": "Europe/Berlin"}: five fields '
+        "(minute hour day-of-month month day-of-week; numbers, *, lists, ranges, steps on * or a range; "
+        "month and day names such as JAN-MAR and MON-FRI; or @hourly, @daily, @weekly, @monthly, @yearly; "
+        f"no seconds; at most {CRON_MAX} characters) read as wall-clock times of the IANA zone "
         "(default UTC). Ask the owner for their zone when it matters."
     ),
 }

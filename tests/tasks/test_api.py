@@ -141,7 +141,7 @@ def test_it_refuses_a_target_that_is_unknown_or_being_deleted(owner_client: Clie
         ({"enabled": "true"}, 400, "invalid_task"),
         ({"enabled": 1}, 400, "invalid_task"),
         ({"schedule": {"kind": "once", "at": "2020-01-01T00:00:00Z"}}, 400, "invalid_schedule"),
-        ({"schedule": {"kind": "cron", "expression": "0 9 * * MON"}}, 400, "invalid_schedule"),
+        ({"schedule": {"kind": "cron", "expression": "0 9 * * MONDAY"}}, 400, "invalid_schedule"),
         (
             {"schedule": {"kind": "cron", "expression": "0 9 * * 1", "timezone": "Nowhere/City"}},
             400,

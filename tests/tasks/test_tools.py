@@ -98,7 +98,7 @@ async def test_create_task_schedules_in_the_current_conversation_once_per_call(c
 async def test_the_tools_refuse_what_the_api_refuses(conversations) -> None:
     mine, _ = conversations
     bad = [
-        {"name": "x", "instructions": "y", "schedule": {"kind": "cron", "expression": "0 9 * * MON"}},
+        {"name": "x", "instructions": "y", "schedule": {"kind": "cron", "expression": "0 9 * * MONDAY"}},
         {"name": "x", "instructions": "y", "schedule": {"kind": "once", "at": "2020-01-01T00:00:00Z"}},
         {"name": "x" * 121, "instructions": "y", "schedule": WEEKLY},
         {"name": "x", "instructions": "y" * 8001, "schedule": WEEKLY},
