@@ -25,7 +25,7 @@ export function toSignIn() {
   location.assign(`/login/?next=${encodeURIComponent(location.pathname + location.search)}`);
 }
 
-export async function api(path, { method = "GET", body, signal } = {}) {
+export async function api(path, { method = "GET", body, signal, keepalive = false } = {}) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET") headers["X-CSRFToken"] = csrfToken();
@@ -34,6 +34,7 @@ export async function api(path, { method = "GET", body, signal } = {}) {
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
     signal,
+    keepalive,
     credentials: "same-origin",
     cache: "no-store",
   });

@@ -10,8 +10,12 @@ export function currentName() {
   return current ? current.name : "Flarebot";
 }
 
+let pendingDelete = null; // a deletion that can still be undone: {conversation, at, timer, bar}
+
 export function setConversations(conversations) {
-  state.conversations = conversations;
+  // A deletion waiting for its Undo is not shown, whatever the server still lists.
+  const waiting = pendingDelete && pendingDelete.conversation.id;
+  state.conversations = waiting ? conversations.filter((c) => c.id !== waiting) : conversations;
   renderSidebar();
 }
 
@@ -152,27 +156,11 @@ function deleteConfirm(conversation) {
   box.setAttribute("role", "group");
   box.setAttribute("aria-label", `Delete ${conversation.name}?`);
   const question = el("span", "delete-question", `Delete “${conversation.name}”?`);
-  const confirm = button("Delete", "danger confirm-delete", async () => {
+  const confirm = button("Delete", "danger confirm-delete", () => {
     confirm.disabled = true;
-    state.deleting = conversation.id;
-    // Focus goes where the row was: the next one, else the one before, else New chat.
-    const ids = state.conversations.map((c) => c.id);
-    const at = ids.indexOf(conversation.id);
-    const neighbour = ids[at + 1] || ids[at - 1] || null;
-    const wasCurrent = state.currentId === conversation.id;
-    try {
-      await api(`/api/conversations/${conversation.id}/`, { method: "DELETE" });
-      state.editing = null;
-      state.editMode = null;
-      setConversations(state.conversations.filter((c) => c.id !== conversation.id));
-      if (wasCurrent) select(neighbour, { push: false, keepSidebar: true });
-      const link = neighbour && ui.list.querySelector(`li[data-conversation-id="${neighbour}"] .conversation-link`);
-      (link || ui.newButton).focus();
-      await loadConversations();
-    } catch (error) {
-      confirm.disabled = false;
-      reportError(error);
-    }
+    state.editing = null;
+    state.editMode = null;
+    deleteWithUndo(conversation);
   });
   const cancel = button("Cancel", "cancel", () => endEdit(conversation.id));
   box.addEventListener("keydown", (event) => {
@@ -184,6 +172,53 @@ function deleteConfirm(conversation) {
   box.append(question, confirm, cancel);
   return box;
 }
+
+// A deletion waits UNDO_MS before it is sent, so the owner can take it back; leaving the
+// page sends it at once (keepalive), as the owner confirmed it.
+const UNDO_MS = 10000;
+
+function deleteNow(pending, { keepalive = false } = {}) {
+  clearTimeout(pending.timer);
+  pending.bar.remove();
+  if (pendingDelete === pending) pendingDelete = null;
+  const sent = api(`/api/conversations/${pending.conversation.id}/`, { method: "DELETE", keepalive });
+  if (!keepalive) sent.then(() => loadConversations(), reportError);
+}
+
+function deleteWithUndo(conversation) {
+  if (pendingDelete) deleteNow(pendingDelete); // one undo at a time: the older one is final
+  state.deleting = conversation.id;
+  // What opens instead: the next one, else the one before, else a new chat.
+  const ids = state.conversations.map((c) => c.id);
+  const at = ids.indexOf(conversation.id);
+  const neighbour = ids[at + 1] || ids[at - 1] || null;
+  const wasCurrent = state.currentId === conversation.id;
+  setConversations(state.conversations.filter((c) => c.id !== conversation.id));
+  if (wasCurrent) select(neighbour, { push: false, keepSidebar: true });
+  const link = neighbour && ui.list.querySelector(`li[data-conversation-id="${neighbour}"] .conversation-link`);
+  (link || ui.newButton).focus();
+
+  const bar = el("div", "undo-bar");
+  bar.setAttribute("role", "status");
+  const undo = button("Undo", "undo", () => {
+    clearTimeout(pending.timer);
+    bar.remove();
+    pendingDelete = null;
+    state.deleting = null;
+    const rest = state.conversations;
+    setConversations([...rest.slice(0, at), conversation, ...rest.slice(at)]);
+    if (wasCurrent) select(conversation.id, { push: false, keepSidebar: true });
+  });
+  bar.append(el("span", "", `Deleted “${conversation.name}”.`), undo);
+  document.body.append(bar);
+  const pending = { conversation, at, bar, timer: 0 };
+  pending.timer = setTimeout(() => deleteNow(pending), UNDO_MS);
+  pendingDelete = pending;
+}
+
+window.addEventListener("pagehide", () => {
+  if (pendingDelete) deleteNow(pendingDelete, { keepalive: true });
+});
 
 /** The conversation was deleted (here, elsewhere, or never existed): drop it and move on. */
 export function conversationGone(id) {

@@ -54,6 +54,18 @@ def conversations(live_owner: OwnerClient) -> list[dict[str, Any]]:
     return list(response.json()["conversations"])
 
 
+# A deletion is sent once its Undo has had its 10 seconds (or when the page is left).
+DELETION_SENT_SECONDS = 15.0
+
+
+def conversation_ids_eventually(live_owner: OwnerClient, expected: list[str]) -> None:
+    """Wait until the server lists exactly these conversations (a deletion may still wait for its Undo)."""
+    deadline = time.monotonic() + DELETION_SENT_SECONDS
+    while (listed := [c["id"] for c in conversations(live_owner)]) != expected:
+        assert time.monotonic() < deadline, f"the server still lists {listed}, not {expected}"
+        time.sleep(0.2)
+
+
 def sidebar_names(page: Page) -> Locator:
     return page.locator("#conversation-list .conversation-link")
 

@@ -17,6 +17,7 @@ from playwright.sync_api import Page, expect
 from conversations.services import conversation_delete
 from tests.e2e.chat_support import (
     answers,
+    conversation_ids_eventually,
     conversations,
     forgive,
     last_answer,
@@ -70,9 +71,11 @@ def test_it_creates_renames_and_deletes_conversations_as_the_api_sees_them(
     page.get_by_role("button", name="Delete Lisbon in May").click()
     page.locator(".confirm-delete").click()
     expect(sidebar_names(page)).to_have_text(["Older one"])
-    assert [c["id"] for c in conversations(live_owner)] == [older]
     expect(page).to_have_url(re.compile(rf"\?c={older}$"))
     expect(page.locator("#notice")).to_be_hidden()
+    expect(page.locator(".undo-bar")).to_contain_text("Deleted “Lisbon in May”.")
+    conversation_ids_eventually(live_owner, [older])  # sent once its Undo had its time
+    expect(page.locator(".undo-bar")).to_have_count(0)
 
 
 def test_it_streams_an_answer_into_the_page_while_the_model_writes_it(

@@ -14,7 +14,14 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import FloatRect, Locator, Page, expect
 
-from tests.e2e.chat_support import conversations, last_answer, open_conversation, send, sidebar_names
+from tests.e2e.chat_support import (
+    conversation_ids_eventually,
+    conversations,
+    last_answer,
+    open_conversation,
+    send,
+    sidebar_names,
+)
 from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import FakeProviders
 from tests.support.live_clients import OwnerClient, message_text
@@ -285,8 +292,8 @@ def test_it_moves_focus_to_the_next_conversation_after_a_delete(
     expect(sidebar_names(page)).to_have_count(0)
     expect(page.get_by_role("button", name="New chat")).to_be_focused()
     expect(page).to_have_url(re.compile(r"/$"))
-    assert conversations(live_owner) == []
     assert page.evaluate("document.activeElement !== document.body")
+    conversation_ids_eventually(live_owner, [])
 
 
 def test_it_keeps_focus_in_an_open_delete_question_when_the_list_refreshes(
@@ -309,3 +316,36 @@ def test_it_keeps_focus_in_an_open_delete_question_when_the_list_refreshes(
     expect(cancel).to_be_focused()
     page.keyboard.press("Enter")  # cancels: nothing was deleted
     assert sorted(c["name"] for c in conversations(live_owner)) == ["Current", "Other"]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_deleting_the_open_conversation_opens_the_next_and_offers_undo_for_ten_seconds(
+    chat_page: Page, live_owner: OwnerClient, width: int
+) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": width, "height": 800})
+    first = live_owner.create_conversation("First")
+    second = live_owner.create_conversation("Second")
+    open_conversation(page, second)
+    show_sidebar(page, width)
+
+    page.get_by_role("button", name="Delete Second").click()
+    page.locator(".confirm-delete").click()
+
+    expect(page).to_have_url(re.compile(rf"\?c={first}$"))
+    expect(page.locator("#conversation-title")).to_have_text("First")
+    bar = page.locator(".undo-bar")
+    expect(bar).to_contain_text("Deleted “Second”.")
+    screenshot(page, f"sidebar-undo-{width}")
+    bar.get_by_role("button", name="Undo").click()
+
+    expect(sidebar_names(page)).to_have_text(["Second", "First"])
+    expect(page).to_have_url(re.compile(rf"\?c={second}$"))
+    expect(bar).to_have_count(0)
+    page.wait_for_timeout(11_000)  # past the Undo's time: nothing is deleted after all
+    assert sorted(c["name"] for c in conversations(live_owner)) == ["First", "Second"]
+
+    page.get_by_role("button", name="Delete Second").click()
+    page.locator(".confirm-delete").click()
+    page.goto("/")  # leaving the page sends the deletion at once
+    conversation_ids_eventually(live_owner, [first])
