@@ -87,7 +87,7 @@ SettingsOutput = inline_serializer(
         "verification": inline_serializer(
             "ProviderKeyVerification",
             {
-                p: serializers.ChoiceField(choices=["verified", "not_verified"], allow_null=True)
+                p: serializers.ChoiceField(choices=["verified", "not_verified", "unreadable"], allow_null=True)
                 for p in KEYED_PROVIDERS
             },
         ),

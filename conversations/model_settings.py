@@ -30,13 +30,16 @@ from flarebot.core.errors import InvalidInput
 from flarebot.core.installation import installation_get_verified, installation_intact
 from flarebot.core.models import Installation
 from flarebot.core.rows import from_db
+from tools.registry import KeyMissing
 
 KEY_MIN, KEY_MAX = 20, 512
 
 CredentialState = Literal["configured", "missing"]
 
 
-Verification = Literal["verified", "not_verified"]
+# "unreadable": a key is stored but no longer opens (the server secret or the installation
+# changed); every place that shows or needs it says so and asks the owner to enter it again.
+Verification = Literal["verified", "not_verified", "unreadable"]
 
 
 class ConfigurationView(TypedDict):
@@ -74,8 +77,14 @@ def model_unavailable_message(model: str) -> str:
 
 def model_settings_get() -> ModelSettingsView:
     """Return the configuration and which providers have a key."""
-    rows = {row[0]: row[1:] for row in ProviderKey.objects.values_list("provider", "verified_at", "unchecked_reason")}
-    stored = {provider: verified_at for provider, (verified_at, _) in rows.items()}
+    rows = {
+        row[0]: row[1:]
+        for row in ProviderKey.objects.values_list("provider", "verified_at", "unchecked_reason", "sealed")
+    }
+    installation = installation_get_verified()
+    verification = {
+        p: _verification_of(rows[p][0], bytes(rows[p][2]), installation) if p in rows else None for p in KEYED_PROVIDERS
+    }
     config = _configuration()
     return {
         "configuration": {
@@ -83,16 +92,39 @@ def model_settings_get() -> ModelSettingsView:
             "model": config.model,
             "available": in_catalog(config.provider, config.model),
         },
-        "credentials": {p: ("configured" if p in stored else "missing") for p in KEYED_PROVIDERS},
-        "verification": {
-            p: (None if p not in stored else "verified" if stored[p] is not None else "not_verified")
-            for p in KEYED_PROVIDERS
-        },
+        "credentials": {p: ("configured" if p in rows else "missing") for p in KEYED_PROVIDERS},
+        "verification": verification,
         "unchecked_reasons": {
-            p: (rows[p][1] or "The provider could not be asked.") if p in stored and stored[p] is None else None
+            p: (rows[p][1] or "The provider could not be asked.") if verification[p] == "not_verified" else None
             for p in KEYED_PROVIDERS
         },
     }
+
+
+def _verification_of(verified_at: object, sealed: bytes, installation: Installation | None) -> Verification:
+    if installation is None or _unseal(sealed, installation.installation_id) is None:
+        return "unreadable"
+    return "verified" if verified_at is not None else "not_verified"
+
+
+def _unseal(sealed: bytes, installation_id: uuid.UUID) -> Secret | None:
+    try:
+        return unseal(sealed, server_secret=settings.SECRET_KEY, installation_id=installation_id)
+    except DecryptionFailed:
+        return None
+
+
+def key_unreadable_message(provider: str) -> str:
+    """The one sentence for a stored key that no longer opens, wherever it is needed."""
+    label = PROVIDER_LABELS[provider]
+    return (
+        f"The stored {label} key can no longer be read (the server secret or the installation changed); "
+        "enter it again in Settings."
+    )
+
+
+def key_missing_message(provider: str, purpose: str) -> str:
+    return f"Add an {PROVIDER_LABELS[provider]} API key in Settings {purpose}."
 
 
 def model_configuration_set(*, provider: str, model: str) -> ModelSettingsView:
@@ -139,20 +171,18 @@ def provider_key_delete(*, provider: str) -> ModelSettingsView:
     return model_settings_get()
 
 
-def provider_key_read(*, provider: str) -> Secret | None:
-    """Return a provider's stored key for a tool that needs it, or None when none can be read.
+def provider_key_read(*, provider: str) -> Secret | KeyMissing:
+    """Return a provider's stored key for a tool that needs it, or what the owner must do.
 
     The one way a key reaches a tool (through `ToolContext.provider_key`): tools sit below
     this app and never read settings themselves.
     """
     row = ProviderKey.objects.filter(provider=provider).values_list("sealed", flat=True).first()
+    if row is None:
+        return KeyMissing("missing", key_missing_message(provider, "to use this tool"))
     installation = installation_get_verified()
-    if row is None or installation is None:
-        return None
-    try:
-        return unseal(bytes(row), server_secret=settings.SECRET_KEY, installation_id=installation.installation_id)
-    except DecryptionFailed:
-        return None
+    key = _unseal(bytes(row), installation.installation_id) if installation is not None else None
+    return key if key is not None else KeyMissing("unreadable", key_unreadable_message(provider))
 
 
 def _installation_id() -> uuid.UUID:
@@ -189,28 +219,14 @@ def turn_model_snapshot() -> TurnModel:
         return TurnModel(config.provider, config.model, None, problem, instructions)
     if config.provider not in KEYED_PROVIDERS:
         return TurnModel(config.provider, config.model, None, instructions=instructions)
-    label = "Anthropic" if config.provider == "anthropic" else "OpenAI"
     row = read.sealed.get(config.provider)
     if row is None:
-        return TurnModel(
-            config.provider,
-            config.model,
-            None,
-            ("provider_key_missing", f"Add an {label} API key in Settings to use {config.model}."),
-            instructions,
-        )
-    try:
-        if read.installation_id is None:
-            raise DecryptionFailed("no installation")
-        key = unseal(row, server_secret=settings.SECRET_KEY, installation_id=read.installation_id)
-    except DecryptionFailed:
-        return TurnModel(
-            config.provider,
-            config.model,
-            None,
-            ("provider_key_unreadable", f"The stored {label} key can no longer be read. Enter it again in Settings."),
-            instructions,
-        )
+        missing = ("provider_key_missing", key_missing_message(config.provider, f"to use {config.model}"))
+        return TurnModel(config.provider, config.model, None, missing, instructions)
+    key = _unseal(row, read.installation_id) if read.installation_id is not None else None
+    if key is None:
+        unreadable = ("provider_key_unreadable", key_unreadable_message(config.provider))
+        return TurnModel(config.provider, config.model, None, unreadable, instructions)
     return TurnModel(config.provider, config.model, key, instructions=instructions)
 
 

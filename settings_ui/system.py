@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from conversations.model_settings import model_settings_get
+from conversations.model_settings import key_unreadable_message, model_settings_get
 from flarebot.core.broker import EMBEDDED_MARK, redis_is_reachable, url_for_display
 from flarebot.core.heartbeat import BEAT, STALE_AFTER
 from flarebot.core.models import Heartbeat
@@ -125,14 +125,13 @@ def _keys() -> list[Component]:
         if state != "configured":
             state_of: State = "missing"
             detail = f"None stored: {use} are unavailable."
+        elif settings_view["verification"].get(provider) == "unreadable":
+            state_of, detail = "error", key_unreadable_message(provider)
         elif settings_view["verification"].get(provider) == "verified":
             state_of, detail = "ok", f"Stored, and the provider accepted it (needed for {use})"
         else:
             reason = settings_view["unchecked_reasons"].get(provider) or "the provider could not be asked."
             state_of, detail = "unknown", f"Stored; not checked: {reason}"
-        components.append(
-            _component(
-                f"{provider}_key", labels.get(provider, provider), state_of, detail, "Add one in Settings, under Model."
-            )
-        )
+        fix = "Enter it again in Settings, under Model." if state_of == "error" else "Add one in Settings, under Model."
+        components.append(_component(f"{provider}_key", labels.get(provider, provider), state_of, detail, fix))
     return components

@@ -58,6 +58,14 @@ class Effect(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class KeyMissing:
+    """Why a provider's key cannot reach a tool: none is stored, or the stored one no longer opens."""
+
+    state: Literal["missing", "unreadable"]
+    message: str  # what the owner does next, in words
+
+
+@dataclass(frozen=True)
 class ToolContext:
     """What a running tool call knows about where it runs, and how it reports progress."""
 
@@ -66,8 +74,8 @@ class ToolContext:
     tool_call_id: str
     cancelled: asyncio.Event
     report_progress: Callable[[dict[str, Any]], Awaitable[None]]
-    # The owner's key of a provider ("openai", "anthropic"), or None when none is stored.
-    provider_key: Callable[[str], Awaitable[Secret | None]] = field(repr=False)
+    # The owner's key of a provider ("openai", "anthropic"), or why there is none to use.
+    provider_key: Callable[[str], Awaitable[Secret | KeyMissing]] = field(repr=False)
     # Whether the call's conversation is still active (not being deleted). Synchronous: a
     # tool that writes calls it inside its own transaction, on its database thread, right
     # before the write, together with `cancelled.is_set()`.

@@ -34,13 +34,13 @@ from tools.activity import (
     activity_running,
 )
 from tools.models import ActivityStatus
-from tools.registry import ToolContext, tool_get
+from tools.registry import KeyMissing, ToolContext, tool_get
 from tools.runtime import Availability, CallResult, CallWatch, failed_call, tool_call_execute
 
 PROGRESS_INTERVAL = 0.25  # at most four progress writes a second per call
 
 
-async def _provider_key(provider: str) -> Secret | None:
+async def _provider_key(provider: str) -> Secret | KeyMissing:
     return await db(provider_key_read)(provider=provider)
 
 
@@ -50,7 +50,7 @@ class TurnTools:
 
     availability: Availability = field(default_factory=Availability)
     watch: CallWatch = field(default_factory=CallWatch)
-    provider_key: Callable[[str], Awaitable[Secret | None]] = _provider_key
+    provider_key: Callable[[str], Awaitable[Secret | KeyMissing]] = _provider_key
 
 
 async def run_tool_calls(

@@ -21,7 +21,12 @@ let settings = null; // GET /api/settings/model/
 const keyOf = (provider, model) => JSON.stringify([provider, model]);
 
 function usable(provider) {
-  return !NEEDS_KEY.has(provider) || settings.credentials[provider] === "configured";
+  return !NEEDS_KEY.has(provider) || (settings.credentials[provider] === "configured" && !unreadable(provider));
+}
+
+/** A stored key that no longer opens (the server secret changed): the owner enters it again. */
+function unreadable(provider) {
+  return (settings.verification || {})[provider] === "unreadable";
 }
 
 function renderSwitch() {
@@ -32,7 +37,7 @@ function renderSwitch() {
     const group = document.createElement("optgroup");
     group.label = LABELS[name] || name;
     for (const each of models) {
-      const text = usable(name) ? each : `${each} (no key yet)`;
+      const text = usable(name) ? each : unreadable(name) ? `${each} (key unreadable)` : `${each} (no key yet)`;
       group.append(new Option(text, keyOf(name, each), false, name === provider && each === model));
     }
     groups.push(group);
@@ -47,7 +52,10 @@ function renderSwitch() {
 function renderSetup() {
   const { provider, model } = settings.configuration;
   let text = "";
-  if (!usable(provider)) {
+  if (unreadable(provider)) {
+    text = `The stored ${LABELS[provider]} key can no longer be read (the server secret or the installation changed); ` +
+      "enter it again in Settings.";
+  } else if (!usable(provider)) {
     const anyKey = [...NEEDS_KEY].some((name) => settings.credentials[name] === "configured");
     const local = (catalog.local || []).length > 0;
     text = anyKey || local

@@ -76,10 +76,24 @@ import { tasksSection } from "./tasks.js";
     let state = credentials[provider] === "configured" ? "configured" : "missing";
     // A key saved while its provider could not be asked is stored, but not known to work.
     if (state === "configured" && verification[provider] === "not_verified") state = "not-verified";
+    // Stored, but it no longer opens (the server secret changed): the owner enters it again.
+    if (state === "configured" && verification[provider] === "unreadable") state = "unreadable";
     const badge = form.querySelector("[data-role=state]");
     badge.dataset.state = state;
-    badge.textContent = { configured: "Verified", "not-verified": "Saved, not checked", missing: "Missing" }[state];
+    badge.textContent = {
+      configured: "Verified",
+      "not-verified": "Saved, not checked",
+      unreadable: "Unreadable",
+      missing: "Missing",
+    }[state];
     form.querySelector("[data-role=remove]").hidden = state === "missing";
+    const message = form.querySelector("[data-role=message]");
+    if (state === "unreadable") {
+      say(message, `The stored ${form.dataset.label} key can no longer be read (the server secret or the installation changed); enter it again.`, "error");
+    } else if (message.dataset.unreadable) {
+      say(message, "");
+    }
+    message.dataset.unreadable = state === "unreadable" ? "1" : "";
   }
 
   providerSelect.addEventListener("change", () => {

@@ -245,7 +245,7 @@ async def test_it_offers_an_unavailable_tool_and_answers_at_once_with_what_to_co
     async def available(context: ToolContext) -> str | None:
         asked.append(context.tool_call_id)
         key = await context.provider_key("openai")
-        return None if key is not None else "Add an OpenAI API key in Settings to search the web."
+        return None if isinstance(key, Secret) else "Add an OpenAI API key in Settings to search the web."
 
     register(tool("search", search, available=available, label="Web search"))
     fake_providers.script([Call("c1", "search", {}), Call("c2", "search", {})], [Text("I cannot search yet.")])
@@ -277,7 +277,7 @@ async def test_it_hands_a_tool_the_owners_key_through_its_context(anthropic, reg
         return {"results": 3}
 
     async def available(context: ToolContext) -> str | None:
-        return None if await context.provider_key("openai") else "Add an OpenAI key."
+        return None if isinstance(await context.provider_key("openai"), Secret) else "Add an OpenAI key."
 
     await orm(provider_key_set)(provider="openai", key=OPENAI_KEY)
     register(tool("search", search, available=available))

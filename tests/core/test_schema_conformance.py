@@ -78,13 +78,14 @@ CONFIG = schemathesis.Config.from_dict(
             {
                 # What JSON Schema cannot say, and a valid request may still be refused for (400):
                 # a cursor is one the endpoint returned; an instant is in the future and a cron
-                # expression occurs.
+                # expression occurs; the current password is the owner's.
                 "include-name": name,
                 "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "404", "409", "429"]}},
             }
             for name in (
                 "GET /api/conversations/{conversation_id}/activities/",
                 "GET /api/tasks/{task_id}/runs/",
+                "POST /api/account/password/",
                 "POST /api/tasks/",
                 "PUT /api/tasks/{task_id}/",
             )
@@ -96,9 +97,10 @@ SCHEMA.app = application
 
 # Operations whose 2xx needs what generated requests do not make: an unfinished turn or
 # browser task to stop, a browser-task proposal to start, a schedule that occurs in the
-# future (GET /api/tasks/{task_id}/ checks the task's shape).
+# future (GET /api/tasks/{task_id}/ checks the task's shape), the owner's current password.
 NO_SUCCESS_EXPECTED = {
     "DELETE /api/agent/",
+    "POST /api/account/password/",
     "POST /api/conversations/{conversation_id}/browser-tasks/",
     "POST /api/tasks/",
     "PUT /api/tasks/{task_id}/",

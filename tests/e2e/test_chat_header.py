@@ -10,6 +10,7 @@ import json
 import pytest
 from playwright.sync_api import Page, expect
 
+from conversations.models import ProviderKey
 from tests.e2e.chat_support import (
     LOOKS,
     apply_look,
@@ -94,6 +95,21 @@ def test_it_tells_a_new_owner_what_to_configure_before_the_first_message(
     page.reload()
     expect(page.get_by_role("combobox", name="Model")).to_be_visible()
     expect(setup).to_be_hidden()
+
+
+def test_a_key_that_no_longer_opens_is_named_in_chat_before_the_first_message(
+    chat_page: Page, live_owner: OwnerClient
+) -> None:
+    live_owner.set_provider_key("anthropic", "sk-ant-api03-" + "a" * 40)
+    ProviderKey.objects.filter(provider="anthropic").update(sealed=b"\x00" * 64)  # what a changed secret sees
+    page = chat_page
+    page.goto("/")
+
+    expect(page.locator("#setup")).to_contain_text(
+        "The stored Anthropic key can no longer be read (the server secret or the installation changed); "
+        "enter it again in Settings."
+    )
+    expect(page.get_by_role("combobox", name="Model")).to_contain_text("(key unreadable)")
 
 
 @pytest.mark.parametrize("look", LOOKS)

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, Response, expect
 
 from conversations import instructions, model_settings
-from conversations.models import ModelConfiguration
+from conversations.models import ModelConfiguration, ProviderKey
 from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
 from flarebot.core.models import Installation
 from tests.e2e.conftest import screenshot
@@ -407,3 +407,26 @@ def test_a_chosen_model_that_left_the_catalog_is_said_to_be_unavailable(settings
     page.get_by_role("button", name="Save model").click()
     expect(page.locator("#model-message")).to_have_text("Saved.")
     assert api_get(page, "/api/settings/model/")["configuration"]["available"] is True
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_key_that_no_longer_opens_says_unreadable_and_asks_for_it_again(settings_page: Page, width: int) -> None:
+    model_settings.provider_key_set(provider="anthropic", key=KEY)
+    ProviderKey.objects.filter(provider="anthropic").update(sealed=b"\x00" * 64)  # what a changed secret sees
+    page = settings_page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.reload()
+    form = key_form(page, "anthropic")
+
+    expect(form.locator("[data-role=state]")).to_have_text("Unreadable")
+    expect(form.locator("[data-role=message]")).to_have_text(
+        "The stored Anthropic key can no longer be read (the server secret or the installation changed); "
+        "enter it again."
+    )
+    screenshot(page, f"settings-key-unreadable-{width}")
+
+    form.locator("input").fill("sk-ant-api03-Accepted0000000000000000000")
+    form.get_by_role("button", name="Save key").click()
+
+    expect(form.locator("[data-role=message]")).to_have_text("Key saved: Anthropic accepted it.")
+    expect(form.locator("[data-role=state]")).to_have_text("Verified")

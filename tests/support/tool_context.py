@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from flarebot.core.crypto import Secret
-from tools.registry import ToolContext
+from tools.registry import KeyMissing, ToolContext
 
 
 def tool_context(
@@ -24,9 +24,9 @@ def tool_context(
     stored = dict(keys or {})
     reports = progress if progress is not None else []
 
-    async def provider_key(provider: str) -> Secret | None:
+    async def provider_key(provider: str) -> Secret | KeyMissing:
         key = stored.get(provider)
-        return Secret(key) if key is not None else None
+        return Secret(key) if key is not None else KeyMissing("missing", "Add a key in Settings.")
 
     async def report(update: dict[str, Any]) -> None:
         reports.append(update)

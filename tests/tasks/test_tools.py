@@ -12,7 +12,7 @@ import pytest
 from conversations.services import conversation_create
 from flarebot.core.database import db
 from tasks.models import Task, TaskState
-from tools.registry import ToolContext, ToolFailed, tool_get
+from tools.registry import KeyMissing, ToolContext, ToolFailed, tool_get
 from tools.runtime import input_problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,8 +24,8 @@ def context_for(conversation_id: uuid.UUID, tool_call_id: str = "call-1", **over
     async def no_progress(progress: dict[str, Any]) -> None:
         return None
 
-    async def no_key(provider: str) -> None:
-        return None
+    async def no_key(provider: str) -> KeyMissing:
+        return KeyMissing("missing", "Add a key in Settings.")
 
     values: dict[str, Any] = {
         "conversation_id": conversation_id,

@@ -26,7 +26,8 @@ import httpx2
 import openai
 from django.conf import settings
 
-from tools.registry import Effect, Tool, ToolContext
+from flarebot.core.crypto import Secret
+from tools.registry import Effect, KeyMissing, Tool, ToolContext
 from tools.web.extract import TITLE_MAX, utf16_cut
 from tools.web.sources import SourceJson, citable_url, failure, source_record, summary_of
 
@@ -104,14 +105,19 @@ def search_request(query: str) -> dict[str, Any]:
 
 
 async def search_available(context: ToolContext) -> str | None:
-    return None if await context.provider_key("openai") is not None else MISSING_KEY
+    key = await context.provider_key("openai")
+    return None if isinstance(key, Secret) else _key_problem(key)
+
+
+def _key_problem(missing: KeyMissing) -> str:
+    return MISSING_KEY if missing.state == "missing" else missing.message
 
 
 async def web_search(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
     """Search the web once and return the cited sources and a labelled summary."""
     key = await context.provider_key("openai")
-    if key is None:
-        return failure("unavailable", MISSING_KEY)
+    if not isinstance(key, Secret):
+        return failure("unavailable", _key_problem(key))
     query = data["query"]
     client = openai.AsyncOpenAI(
         api_key=key.reveal(),

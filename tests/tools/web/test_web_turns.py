@@ -9,12 +9,16 @@ import pytest
 
 from conversations.engine.cancel_bus import CancelListener
 from conversations.instructions import DEFAULT_INSTRUCTIONS, PRODUCT_RULES, system_prompt
+from conversations.model_settings import key_unreadable_message, provider_key_set
+from conversations.models import ProviderKey
 from tests.support.engine import (
+    OPENAI_KEY,
     ask,
     assistant_parts,
     engine_cleanup,
     events,
     new_conversation,
+    orm,
     provider_use,
     tool_parts,
     tool_results_sent,
@@ -91,6 +95,22 @@ async def test_web_search_without_an_openai_key_is_unavailable_and_says_what_to_
     final = (await cards(conversation_id))[-1]
     assert (final["label"], final["status"], final["summary"]) == ("Searching the web", "unavailable", MISSING_KEY)
     assert [r.path for r in fake_providers.requests] == ["/v1/messages", "/v1/messages"]
+
+
+async def test_web_search_with_an_openai_key_that_no_longer_opens_asks_for_it_again(anthropic, fake_providers, cancels):
+    await orm(provider_key_set)(provider="openai", key=OPENAI_KEY)
+    await orm(ProviderKey.objects.filter(provider="openai").update)(sealed=b"\x00" * 64)  # a changed secret's view
+    fake_providers.script([Call("c1", "web_search", {"query": "news"})], [Text("I cannot search.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Search the news.", cancels)
+
+    [part] = tool_parts(await assistant_parts(turn.id))
+    assert part["status"] == "unavailable"
+    assert part["output"]["message"] == key_unreadable_message("openai")
+    assert "enter it again in Settings" in part["output"]["message"]
+    final = (await cards(conversation_id))[-1]
+    assert final["summary"] == key_unreadable_message("openai")
 
 
 async def test_a_refused_url_fails_the_call_with_a_classified_message(anthropic, fake_providers, cancels, web):
