@@ -12,6 +12,8 @@ const $ = (id) => document.getElementById(id);
 export const MAX_CHARS = Number(app.dataset.maxChars);
 export const MAX_NAME = Number(app.dataset.maxName);
 export const MAX_QUERY = Number(app.dataset.maxQuery);
+// The tools whose results carry sources listed under an answer, as the server declares them.
+export const SOURCE_TOOLS = new Set(app.dataset.sourceTools.split(" ").filter(Boolean));
 export const ACTIVE = new Set(["queued", "running"]);
 
 export const ui = {

@@ -2,6 +2,8 @@
 // transcript's tool part joined by tool_call_id, so new tools need no page changes.
 // Everything shown is text: labels, summaries and pretty JSON go into text nodes only.
 
+import { SOURCE_TOOLS } from "./chat-shell.js";
+
 const STATUS_TEXT = {
   pending: "Waiting",
   running: "Running",
@@ -257,8 +259,7 @@ export class ToolCard {
   }
 }
 
-// Sources of a turn: what the web tools read or found, from their tool parts' outputs.
-const SOURCE_TOOLS = new Set(["web_search", "read_url", "browser_read"]);
+// Sources of a turn: what the tools that cite sources read or found, from their tool parts' outputs.
 const SOURCES_MAX = 30;
 
 /** Return the turn's distinct web sources: [{url, title, host}], only http(s) URLs. */
