@@ -3,6 +3,7 @@
 // Everything shown is text: labels, summaries and pretty JSON go into text nodes only.
 
 import { SOURCE_TOOLS } from "./chat-shell.js";
+import { button, el } from "./dom.js";
 
 const STATUS_TEXT = {
   pending: "Waiting",
@@ -14,13 +15,6 @@ const STATUS_TEXT = {
   unavailable: "Unavailable",
 };
 const JSON_MAX = 20000;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** Return a person's label for a tool name: "read_url" -> "Read url". */
 export function humanize(name) {
@@ -118,14 +112,13 @@ export function proposalBody(proposal) {
       ["Confirm", "confirm", "primary"],
       ["Dismiss", "dismiss", ""],
     ]) {
-      const button = el("button", className, label);
-      button.type = "button";
-      button.addEventListener("click", () => {
-        for (const each of actions.querySelectorAll("button")) each.disabled = true;
-        const detail = { proposalId: proposal.id, decision, said };
-        box.dispatchEvent(new CustomEvent("flarebot:write-proposal", { bubbles: true, detail }));
-      });
-      actions.append(button);
+      actions.append(
+        button(label, className, () => {
+          for (const each of actions.querySelectorAll("button")) each.disabled = true;
+          const detail = { proposalId: proposal.id, decision, said };
+          box.dispatchEvent(new CustomEvent("flarebot:write-proposal", { bubbles: true, detail }));
+        }),
+      );
     }
     box.append(actions);
   }
