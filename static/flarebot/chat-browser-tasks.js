@@ -1,12 +1,6 @@
-// Browser tasks on the chat page: one card per proposal, from its readback (Start, Dismiss)
-// through the task's progress and its questions to its outcome.
-//
+// Browser tasks on the chat page: a view's cards (chat-task-card.js), one per proposal.
 // State comes from the list endpoint (on load) and then from durable events in sequence
-// order; events at or below the list's sequence were already in it. Every text shown
-// (goals, questions, page names, summaries) goes into text nodes only. The sign-in live
-// view shows the pictures the task's worker sends while that point is open and forwards the
-// owner's clicks and keys to the page; nothing typed is kept by this page. One card is
-// chat-task-card.js; this module keeps a view's cards and routes the events to them.
+// order; events at or below the list's sequence were already in it.
 import { TaskCard } from "./chat-task-card.js";
 
 // Error codes of the task frames: an error frame with one of these answers a card, not a message.

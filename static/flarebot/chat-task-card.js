@@ -1,7 +1,6 @@
-// One browser task's card on the chat page, from its proposal's readback (Start, Dismiss)
-// through the task's progress and its questions to its outcome. `tasks` is the view's
-// collection (chat-browser-tasks.js): it sends the card's frames and hears of its changes.
-// What the card shows of a proposal and of a question is chat-task-views.js.
+// One browser task's card, from its proposal's readback (Start, Dismiss) through its
+// progress and questions (chat-task-views.js) to its outcome. `tasks` (chat-browser-tasks.js)
+// sends its frames. Every text shown goes into text nodes only.
 import { button, el } from "./dom.js";
 import { questionNodes, readbackView } from "./chat-task-views.js";
 

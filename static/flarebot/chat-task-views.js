@@ -1,7 +1,5 @@
-// What a browser task card shows besides its state: the proposal's readback, and the open
-// question of a paused task (a held action to approve or deny, an email to consent to, a
-// sign-in through the live view, or a question to answer). Every text goes into text nodes
-// only; what the owner does goes back to the card (chat-task-card.js), which sends it.
+// A browser task card's readback and open question (a held action, an email consent, a
+// sign-in through the live view, a question); the owner's answers go to the card.
 import { button, el } from "./dom.js";
 
 // Named keys forwarded to a sign-in page; other single characters go as text.
@@ -10,7 +8,7 @@ const NAMED_KEYS = new Set([
   "Home", "End", "PageUp", "PageDown",
 ]);
 
-/** The proposal's goal, start page and restrictions, as the owner reads them back before Start. */
+/** The proposal's goal, start page and restrictions. */
 export function readbackView(proposal) {
   const list = el("dl", "task-fields");
   const field = (name, value) => {
@@ -27,7 +25,7 @@ export function readbackView(proposal) {
   return list;
 }
 
-/** The nodes of an open critical point: its question, what is held, and the owner's ways to answer. */
+/** An open critical point: its question, what is held, and the ways to answer. */
 export function questionNodes(card, point) {
   const nodes = [el("p", "task-question-text", point.question)];
   if (point.action && point.action.description) nodes.push(el("p", "task-held", `Held: ${point.action.description}`));
@@ -83,7 +81,8 @@ function answerForm(card, point) {
   return form;
 }
 
-/** The sign-in live view: the pictures the task's worker sends; clicks and keys go to the page. */
+// The sign-in live view: the worker's pictures of the page; the owner's clicks and keys go to
+// it, and nothing typed is kept here.
 function liveView(card) {
   const box = el("div", "task-live");
   box.tabIndex = 0;

@@ -1,6 +1,4 @@
-// Small DOM helpers every page shares: elements, buttons, times, new ids and the character
-// counter. Nothing here holds page state or runs on import, so any module of any page may
-// build on it (it imports nothing).
+// DOM helpers every page shares; no state, nothing runs on import.
 
 /** Numbers as the pages show them: "16,000". */
 export const numbers = new Intl.NumberFormat("en-US");
@@ -20,14 +18,14 @@ export function button(text, className, onClick, label) {
   return node;
 }
 
-/** A <time> of an instant in the browser's own zone and words. */
+/** A <time> of an instant in the browser's zone. */
 export function localTime(iso) {
   const node = el("time", "", new Date(iso).toLocaleString());
   node.dateTime = iso;
   return node;
 }
 
-/** A fresh random UUID (version 4), also where crypto.randomUUID is missing (plain HTTP). */
+/** A random UUID, also where crypto.randomUUID is missing (plain HTTP). */
 export function newId() {
   if (crypto.randomUUID) return crypto.randomUUID();
   const bytes = crypto.getRandomValues(new Uint8Array(16));
@@ -42,10 +40,7 @@ export function countText(length, limit) {
   return `${numbers.format(length)} / ${numbers.format(limit)}`;
 }
 
-/**
- * Show a draft's length against the server's limit in `counter`, saying how far over it is
- * (and `data-over` for the style). Lengths are UTF-16 code units, the unit of the limits.
- */
+/** Show a draft's length against the server's limit (UTF-16 code units, its unit) and how far over. */
 export function showCount(counter, text, limit) {
   const over = text.length - limit;
   counter.textContent = countText(text.length, limit) + (over > 0 ? ` (${numbers.format(over)} over)` : "");

@@ -1,14 +1,10 @@
-// One fact of the Memory section: its text and when it was added or edited, Edit (a draft
-// with its counter; on a conflict the current text is shown beside it) and Delete (after a
-// confirmation). The section (memory.js) saves and deletes; this module only shows.
+// One fact of the Memory section: view, edit (a draft and its counter) and delete (after a
+// confirmation) modes. The section (memory.js) saves and deletes.
 import { say } from "./api.js";
 import { localTime, showCount } from "./dom.js";
 import { fromTemplate } from "./section.js";
 
-/**
- * The item of `fact`. `section`: {template, maxLength, gate (one operation at a time),
- * save(item), remove(item)}.
- */
+/** The item of `fact`; `section`: {template, maxLength, gate, save(item), remove(item)}. */
 export function factItem(fact, section) {
   const { gate } = section;
   const { node, part } = fromTemplate(section.template);
@@ -111,7 +107,7 @@ export function showFact(item, fact) {
   item.meta.replaceChildren(fact.version > 1 ? "Edited " : "Added ", localTime(fact.updated_at));
 }
 
-/** The fact changed elsewhere while its draft is open: show its current text beside the draft. */
+/** Changed elsewhere while its draft is open: show the current text beside it. */
 export function showConflict(item, current) {
   showFact(item, current);
   item.current.textContent = current.content;

@@ -3,7 +3,7 @@
 // section's data attributes. The page decides by an error's code, never by its message.
 // One operation runs at a time (add, save, delete, reload); the others wait until it ends.
 // A failed save keeps the owner's draft; a version conflict shows the current text beside it.
-// One fact's item is memory-fact.js; what the list sections share is section.js.
+// One fact is memory-fact.js.
 import { call as api, say } from "./api.js";
 import { numbers, showCount } from "./dom.js";
 import { factItem, setMode, showConflict, showFact, unsaved } from "./memory-fact.js";

@@ -1,12 +1,8 @@
-// What the settings page's list sections (memory.js, tasks.js) share: one operation at a
-// time, the count badge against the server's limit, items cloned from a template, and a
-// list kept in line with the server's rows without moving a node that has the focus.
+// What the settings page's list sections (memory.js, tasks.js) share.
 import { numbers } from "./dom.js";
 
-/**
- * One operation at a time over a section. Buttons stay focusable (a keyboard user keeps
- * their place); presses while another operation runs are ignored. `settle` runs after each.
- */
+// One operation at a time: buttons stay focusable (a keyboard user keeps their place) and
+// presses while another operation runs are ignored. `settle` runs after each.
 export function oneAtATime(root, settle) {
   const gate = {
     busy: false,
@@ -22,7 +18,7 @@ export function oneAtATime(root, settle) {
         settle();
       }
     },
-    /** The section's first load; rejects, after `failed(error)` said so in the section, when it failed. */
+    /** The first load; rejects after `failed(error)` said why. */
     async first(load, failed) {
       gate.busy = true;
       try {
@@ -39,34 +35,29 @@ export function oneAtATime(root, settle) {
   return gate;
 }
 
-/** "12 of 200 facts", with `data-state` unknown (not loaded), ok, near (90 %) or full. */
+/** "12 of 200 facts"; data-state unknown, ok, near (90 %) or full. */
 export function showCountBadge(badge, { loaded, count, max, noun }) {
   badge.textContent = loaded ? `${numbers.format(count)} of ${numbers.format(max)} ${noun}` : "…";
   badge.dataset.state = !loaded ? "unknown" : count >= max ? "full" : count >= max * 0.9 ? "near" : "ok";
 }
 
-/** Clone a list item from its <template>; `part(role)` finds an element by its data-role. */
+/** Clone an item from its <template>; `part(role)` finds an element by data-role. */
 export function fromTemplate(template) {
   const node = template.content.firstElementChild.cloneNode(true);
   return { node, part: (role) => node.querySelector(`[data-role="${role}"]`) };
 }
 
-/** `rows` with `row` in place of the row of the same id. */
 export function replaceRow(rows, row) {
   return rows.map((each) => (each.id === row.id ? row : each));
 }
 
-/** The row to move the focus to once the row at `index` is gone: the next, else the one before. */
+/** Where the focus goes once the row at `index` is gone. */
 export function rowAfterRemoval(rows, index) {
   return rows[index] || rows[index - 1];
 }
 
-/**
- * Bring `list` in line with `rows` (newest first), keeping `items` (row id -> {node}) and
- * moving no node that is already in its place: a moved node would lose the keyboard focus.
- * `create(row)` makes an item, `update(item, row)` shows a row again, `dropped(item)` is
- * told before an item goes.
- */
+// Bring `list` in line with `rows` and `items` (id -> {node}), moving no node already in its
+// place (a moved node would lose the keyboard focus).
 export function reconcile(list, items, rows, { create, update, dropped }) {
   const wanted = new Set(rows.map((row) => row.id));
   for (const [id, item] of items) {

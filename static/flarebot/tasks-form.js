@@ -1,12 +1,11 @@
-// The task form of the Tasks section: a new task, or an existing one's changes. A new task
-// keeps its id across retries, so a lost reply cannot create two; a failed save keeps the
-// form as the owner wrote it, and a version conflict keeps it as the owner's version.
+// The task form: a new task keeps its id across retries, so a lost reply cannot create two;
+// a failed save keeps the form as the owner wrote it.
 import { call as api, say } from "./api.js";
 import { newId, showCount } from "./dom.js";
 import { replaceRow } from "./section.js";
 import { BROWSER_ZONE, instantOf, localInput, zones } from "./tasks-time.js";
 
-/** Wire the form; `section` is the section's shared state (tasks.js). Returns {openEdit(task)}. */
+/** Wire the form to `section` (tasks.js). */
 export function taskForm(root, section) {
   const maxInstructions = Number(root.dataset.maxInstructions);
   const find = (selector) => root.querySelector(selector);

@@ -1,5 +1,4 @@
-// A task's runs in the Tasks section: one run's line (its status, when, how it started and
-// a link to its conversation), Run now, and the history, 25 runs a page.
+// A task's runs: one run's line, Run now, and the history (25 runs a page).
 import { ApiError, call as api, say } from "./api.js";
 import { el, newId, numbers } from "./dom.js";
 import { timeNode, zoneOf } from "./tasks-time.js";
@@ -30,7 +29,6 @@ export function runLine(run, zone) {
   return line;
 }
 
-/** Start a run of the item's task now; the request id is kept until the server answered, so a retry cannot run it twice. */
 export async function runNow(item, section) {
   item.runRequest = item.runRequest || newId();
   say(item.message, "Starting…");
@@ -47,7 +45,7 @@ export async function runNow(item, section) {
   }
 }
 
-/** Show the first page of the task's runs (no cursor) or append the page before `cursor`. */
+/** Show the first page of runs, or append the page before `cursor`. */
 export async function loadRuns(item, section, cursor) {
   const query = cursor ? `?limit=25&before=${encodeURIComponent(cursor)}` : "?limit=25";
   try {

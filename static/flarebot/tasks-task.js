@@ -1,6 +1,5 @@
-// One task of the Tasks section: its name and state, schedule, next and previous runs, and
-// its actions (Edit opens the form, Enable/Disable, Run now, History, Delete after a
-// confirmation). `section` is the section's shared state (tasks.js).
+// One task of the Tasks section: what it is, its runs, and its actions. `section` is the
+// section's shared state (tasks.js).
 import { call as api, say } from "./api.js";
 import { el } from "./dom.js";
 import { fromTemplate, rowAfterRemoval } from "./section.js";
@@ -85,7 +84,7 @@ export function showTask(item, task) {
   item.node.dataset.enabled = task.enabled ? "1" : "";
 }
 
-/** Say a refused change of the item's task: a stale version shows the task as it is now. */
+/** Say a refused change; a stale version shows the task as it is now. */
 function refused(item, section, error, stale) {
   if (error.code === "version_conflict" && error.details.current) {
     section.replaced(error.details.current);

@@ -1,10 +1,9 @@
-// Times of the Tasks section: the zones offered, a form's wall-clock value in a zone and
-// back, and an instant shown in a zone with the zone named. A repeating task's times are in
-// its own zone; a one-off's in the browser's.
+// Times of the Tasks section: zones, wall clocks in a zone and back, instants shown with
+// their zone named.
 
 export const BROWSER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 
-/** The zones the form offers: UTC first, then the browser's and every zone it knows. */
+/** UTC first, then the browser's zone and every zone it knows. */
 export function zones() {
   let names = [];
   try {
@@ -35,7 +34,6 @@ export function instantOf(text, zone) {
   return new Date(guess).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
-/** The datetime-local value of an instant's wall clock in `zone`. */
 export function localInput(iso, zone) {
   const wall = new Date(wallOf(Date.parse(iso), zone)).toISOString();
   return wall.slice(0, 19);
@@ -48,7 +46,7 @@ function formatIn(iso, zone) {
   }).format(new Date(iso));
 }
 
-/** The zone a task's times are shown in. */
+/** A repeating task's own zone; the browser's for a one-off. */
 export function zoneOf(task) {
   return task.schedule.kind === "cron" ? task.schedule.timezone : BROWSER_ZONE;
 }

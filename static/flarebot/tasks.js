@@ -2,9 +2,8 @@
 // Tasks come from /api/tasks/ (PROTOCOL.md "Scheduled tasks"); limits come from the server as the
 // section's data attributes. The page decides by an error's code, never by its message. Times are
 // shown in the task's own zone (a repeating task) or the browser's (a one-off), with the zone named.
-// One operation runs at a time; a failed save keeps the form as the owner wrote it.
-// Its modules: tasks-form.js (the form), tasks-task.js (one task), tasks-runs.js (a task's
-// runs), tasks-time.js (zones and times); what the list sections share is section.js.
+// One operation runs at a time. Its parts: tasks-form.js, tasks-task.js (one task),
+// tasks-runs.js, tasks-time.js.
 import { call as api, say } from "./api.js";
 import { oneAtATime, reconcile, replaceRow, showCountBadge } from "./section.js";
 import { taskForm } from "./tasks-form.js";
@@ -21,8 +20,7 @@ export function tasksSection(root = document.getElementById("tasks")) {
   const list = find("#tasks-list");
   let loaded = false;
 
-  // What the section's modules share: the tasks as the server last said them (newest first),
-  // their items, one operation at a time, and how to show them again.
+  // What the section's modules share; the tasks as the server last said them, newest first.
   const section = {
     list: "/api/tasks/",
     tasks: [],
