@@ -35,69 +35,42 @@ _CRITICAL_POINT = {
 }
 
 
+def _action(name: str, description: str, **properties: dict[str, Any]) -> ToolDefinition:
+    """An action on the page: its properties are required; any action may repeat one the owner approved."""
+    schema = object_schema({**properties, "critical_point_id": _CRITICAL_POINT}, required=list(properties))
+    return ToolDefinition(name, description, schema)
+
+
 TOOLS: list[ToolDefinition] = [
-    ToolDefinition(
-        "go_to",
-        "Open a URL in the browser.",
-        object_schema(
-            {"url": {"type": "string", "minLength": 1, "maxLength": 2048}, "critical_point_id": _CRITICAL_POINT},
-            required=["url"],
-        ),
-    ),
-    ToolDefinition(
-        "click",
-        "Click an element of the current page.",
-        object_schema({"element": _ELEMENT, "critical_point_id": _CRITICAL_POINT}, required=["element"]),
-    ),
-    ToolDefinition(
+    _action("go_to", "Open a URL in the browser.", url={"type": "string", "minLength": 1, "maxLength": 2048}),
+    _action("click", "Click an element of the current page.", element=_ELEMENT),
+    _action(
         "type",
         "Replace the text of a text field of the current page with this text.",
-        object_schema(
-            {
-                "element": _ELEMENT,
-                "text": {"type": "string", "maxLength": TEXT_MAX},
-                "critical_point_id": _CRITICAL_POINT,
-            },
-            required=["element", "text"],
-        ),
+        element=_ELEMENT,
+        text={"type": "string", "maxLength": TEXT_MAX},
     ),
-    ToolDefinition(
+    _action(
         "select",
         "Choose an option (by its text) of a select element of the current page.",
-        object_schema(
-            {
-                "element": _ELEMENT,
-                "option": {"type": "string", "minLength": 1, "maxLength": 200},
-                "critical_point_id": _CRITICAL_POINT,
-            },
-            required=["element", "option"],
-        ),
+        element=_ELEMENT,
+        option={"type": "string", "minLength": 1, "maxLength": 200},
     ),
-    ToolDefinition(
-        "scroll",
-        "Scroll the page up or down.",
-        object_schema(
-            {"direction": {"type": "string", "enum": ["up", "down"]}, "critical_point_id": _CRITICAL_POINT},
-            required=["direction"],
-        ),
-    ),
-    ToolDefinition(
+    _action("scroll", "Scroll the page up or down.", direction={"type": "string", "enum": ["up", "down"]}),
+    _action(
         "wait",
         "Wait a few seconds for the page to change.",
-        object_schema(
-            {"seconds": {"type": "integer", "minimum": 1, "maximum": 10}, "critical_point_id": _CRITICAL_POINT},
-            required=["seconds"],
-        ),
+        seconds={"type": "integer", "minimum": 1, "maximum": 10},
     ),
     ToolDefinition(
         "ask_owner",
         "Pause and ask the owner a question about the task (never for a password or other secret).",
-        object_schema({"question": {"type": "string", "minLength": 1, "maxLength": 1000}}, required=["question"]),
+        object_schema({"question": {"type": "string", "minLength": 1, "maxLength": 1000}}),
     ),
     ToolDefinition(
         "request_sign_in",
         "Pause so that the owner signs in on the current page themselves; say why.",
-        object_schema({"reason": {"type": "string", "minLength": 1, "maxLength": 1000}}, required=["reason"]),
+        object_schema({"reason": {"type": "string", "minLength": 1, "maxLength": 1000}}),
     ),
     ToolDefinition(
         "request_email_consent",
