@@ -7,7 +7,8 @@
   way the model can act on; it counts as failed on the card, and its message goes to the
   model.
 - Card summaries: `card_summary` shows a result in the tool's own words and a refusal in
-  static words, from a table of codes or the refusal's own message: never raw input.
+  static words, from a table of codes or the refusal's own message: never raw input
+  (`count_of` words a count).
 - The write guard: `call_wanted` and `call_check` say whether a call may still write (not
   stopped, its conversation not being deleted). Both are synchronous: call them on a
   database thread, inside the write's transaction, right before writing. `stopped_check`
