@@ -9,6 +9,6 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         from conversations.browser_tasks.propose import BROWSER_TASK_PROPOSE
-        from tools.registry import tool_register
+        from tools.registry import tools_register
 
-        tool_register(BROWSER_TASK_PROPOSE)
+        tools_register([BROWSER_TASK_PROPOSE])

@@ -8,6 +8,7 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memory.tools import memory_tools_register
+        from memory.tools import TOOLS
+        from tools.registry import tools_register
 
-        memory_tools_register()
+        tools_register(TOOLS)

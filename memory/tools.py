@@ -22,17 +22,26 @@ from typing import Any
 
 from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError
-from flarebot.core.rows import MAX_VERSION
 from memory import services
 from memory.errors import FactConflict, MemoryFull, WriteAbandoned
 from memory.models import Fact, FactState
 from memory.query import QUERY_MAX, TOKENS_MAX
 from memory.selectors import RESULTS_MAX, fact_text, facts_recall
-from tools.proposals import Readback, readback_of, write_executor_register, write_propose
-from tools.registry import Effect, Tool, ToolContext, ToolFailed, tool_register
+from tools.kit import (
+    call_wanted,
+    card_summary,
+    count_of,
+    id_of,
+    id_property,
+    object_schema,
+    refusal,
+    refused,
+    version_property,
+)
+from tools.proposals import Readback, readback_of, write_propose
+from tools.registry import Effect, Tool, ToolContext, ToolFailed
 
 DEADLINE = 15.0  # seconds: a write may wait for the database's write lock
-UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 # Lengths are checked by the tools themselves, not the schema: the limits count UTF-16 code
 # units (JSON Schema counts code points), and a schema error would quote the text.
@@ -41,24 +50,12 @@ _CONTENT = {
     "minLength": 1,
     "description": f"The fact, self-contained, at most {services.MAX_CONTENT:,} characters.",
 }
-_ID = {"type": "string", "pattern": UUID_PATTERN, "description": "The fact's id, as recall or the prompt gave it."}
-_VERSION = {
-    "type": "integer",
-    "minimum": 1,
-    "maximum": MAX_VERSION,
-    "description": "The version you last saw; a stale one changes nothing and returns the current fact.",
-}
-
-
-def _schema(**properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+_ID = id_property("The fact's id, as recall or the prompt gave it.")
+_VERSION = version_property("fact")
 
 
 def _proceed(context: ToolContext) -> services.Proceed:
-    def proceed() -> bool:
-        return not context.cancelled.is_set() and context.conversation_live()
-
-    return proceed
+    return lambda: call_wanted(context)
 
 
 def _fact(fact: Fact) -> dict[str, Any]:
@@ -67,15 +64,15 @@ def _fact(fact: Fact) -> dict[str, Any]:
 
 def _refused(error: FlarebotError) -> dict[str, Any]:
     """The result of a write the memory refused, with what the model needs to try again."""
-    result: dict[str, Any] = {"ok": False, "error": error.code, "message": error.message}
+    extra: dict[str, Any] = {}
     if isinstance(error, FactConflict):
         current = error.current
-        result["current"] = {"id": current["id"], "content": current["content"], "version": current["version"]}
+        extra["current"] = {"id": current["id"], "content": current["content"], "version": current["version"]}
     if isinstance(error, MemoryFull):
-        result["limit"] = services.MAX_FACTS
+        extra["limit"] = services.MAX_FACTS
     if error.code == "fact_too_long":
-        result["limit"] = services.MAX_CONTENT
-    return result
+        extra["limit"] = services.MAX_CONTENT
+    return refused(error, **extra)
 
 
 async def _write(function: Any, **kwargs: Any) -> Any:
@@ -97,18 +94,15 @@ def _remember(*, conversation_id: uuid.UUID, tool_call_id: str, data: dict[str, 
     except FlarebotError as error:
         return _refused(error)
     if fact.state != FactState.ACTIVE:
-        return {
-            "ok": False,
-            "error": "forgotten",
-            "message": "This call's fact was stored before and has since been forgotten; it was not stored again.",
-        }
+        message = "This call's fact was stored before and has since been forgotten; it was not stored again."
+        return refusal("forgotten", message)
     return {"ok": True, "fact": _fact(fact), "replayed": not created}
 
 
 def _update(*, data: dict[str, Any], proceed: Any, **_: Any) -> dict[str, Any]:
     try:
         fact = services.fact_update(
-            fact_id=uuid.UUID(data["id"]), content=data["content"], version=data["version"], proceed=proceed
+            fact_id=id_of(data), content=data["content"], version=data["version"], proceed=proceed
         )
     except WriteAbandoned:
         raise
@@ -119,7 +113,7 @@ def _update(*, data: dict[str, Any], proceed: Any, **_: Any) -> dict[str, Any]:
 
 def _forget(*, data: dict[str, Any], proceed: Any, **_: Any) -> dict[str, Any]:
     try:
-        deleted = services.fact_delete(fact_id=uuid.UUID(data["id"]), version=data["version"], proceed=proceed)
+        deleted = services.fact_delete(fact_id=id_of(data), version=data["version"], proceed=proceed)
     except WriteAbandoned:
         raise
     except FlarebotError as error:
@@ -129,7 +123,7 @@ def _forget(*, data: dict[str, Any], proceed: Any, **_: Any) -> dict[str, Any]:
 
 
 def _readback(tool: str, data: dict[str, Any]) -> Readback:
-    current = fact_text(fact_id=uuid.UUID(data["id"])) if "id" in data else None
+    current = fact_text(fact_id=id_of(data)) if "id" in data else None
     if tool == "remember":
         return readback_of("Remember a new fact", [data["content"]])
     if tool == "update_memory":
@@ -165,18 +159,6 @@ async def _tool_write(tool: str, context: ToolContext, data: dict[str, Any]) -> 
     )
 
 
-async def remember(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    return await _tool_write("remember", context, data)
-
-
-async def update_memory(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    return await _tool_write("update_memory", context, data)
-
-
-async def forget(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    return await _tool_write("forget", context, data)
-
-
 def _confirmed(tool: str) -> Any:
     def execute(*, conversation_id: uuid.UUID, tool_call_id: str, data: dict[str, Any]) -> dict[str, Any]:
         write = _WRITES[tool]
@@ -190,13 +172,12 @@ async def recall(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
     try:
         facts = await db(facts_recall)(query=data["query"])
     except FlarebotError as error:
-        return {"ok": False, "error": error.code, "message": error.message, "limit": QUERY_MAX}
+        return refused(error, limit=QUERY_MAX)
     return {"ok": True, "facts": facts}
 
 
 # Card summaries: static words and counts only, never a fact's text or the model's query.
 _FAILED = {
-    "needs_confirmation": "Waiting for your confirmation",
     "memory_full": f"Not stored: memory is full ({services.MAX_FACTS} facts)",
     "fact_too_long": f"Not stored: longer than {services.MAX_CONTENT:,} characters",
     "invalid_fact": "Not stored: the text is not a valid fact",
@@ -207,64 +188,67 @@ _FAILED = {
 }
 
 
-def _summary(success: str) -> Any:
-    def summarize(output: Any) -> str:
-        if not isinstance(output, dict):
-            return ""
-        if output.get("ok") is False:
-            return _FAILED.get(str(output.get("error")), "Not done")
-        if "facts" in output and isinstance(output["facts"], list):
-            count = len(output["facts"])
-            return f"Found {count} fact{'' if count == 1 else 's'}"
+def _summary(done: str) -> Any:
+    def success(output: dict[str, Any]) -> str:
+        if isinstance(output.get("facts"), list):
+            return "Found " + count_of(len(output["facts"]), "fact")
         if output.get("replayed"):
             return "Already remembered"
         if output.get("was_present") is False:
             return "Already forgotten"
-        return success
+        return done
 
-    return summarize
+    return card_summary(success, failed=_FAILED)
+
+
+def _write_tool(name: str, description: str, schema: dict[str, Any], label: str, done: str) -> Tool:
+    """Declare one of the three writes: an effect, proposed to the owner in a conversation that read the web."""
+
+    async def run(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        return await _tool_write(name, context, data)
+
+    return Tool(
+        name,
+        description,
+        schema,
+        run,
+        deadline=DEADLINE,
+        effect=Effect.EFFECT,
+        label=label,
+        summarize=_summary(done),
+        output_limit=8 * 1024,
+        write_confirmed=_confirmed(name),
+    )
 
 
 TOOLS = [
-    Tool(
+    _write_tool(
         "remember",
         "Store a fact in the owner's long-term memory, which reaches later turns of every conversation. "
         f"Use it when the owner asks you to remember something. At most {services.MAX_FACTS} facts.",
-        _schema(content=_CONTENT),
-        remember,
-        deadline=DEADLINE,
-        effect=Effect.EFFECT,
-        label="Remember a fact",
-        summarize=_summary("Remembered a fact"),
-        output_limit=8 * 1024,
+        object_schema({"content": _CONTENT}),
+        "Remember a fact",
+        "Remembered a fact",
     ),
-    Tool(
+    _write_tool(
         "update_memory",
         "Replace the text of a remembered fact. Give its id and the version you last saw.",
-        _schema(id=_ID, content=_CONTENT, version=_VERSION),
-        update_memory,
-        deadline=DEADLINE,
-        effect=Effect.EFFECT,
-        label="Update a remembered fact",
-        summarize=_summary("Updated a fact"),
-        output_limit=8 * 1024,
+        object_schema({"id": _ID, "content": _CONTENT, "version": _VERSION}),
+        "Update a remembered fact",
+        "Updated a fact",
     ),
-    Tool(
+    _write_tool(
         "forget",
         "Delete a remembered fact for good. Give its id and the version you last saw.",
-        _schema(id=_ID, version=_VERSION),
-        forget,
-        deadline=DEADLINE,
-        effect=Effect.EFFECT,
-        label="Forget a fact",
-        summarize=_summary("Forgot a fact"),
-        output_limit=8 * 1024,
+        object_schema({"id": _ID, "version": _VERSION}),
+        "Forget a fact",
+        "Forgot a fact",
     ),
     Tool(
         "recall",
         f"Search the owner's memory by words (any of them; at most {QUERY_MAX:,} characters, the first "
         f"{TOKENS_MAX} words count). Returns at most {RESULTS_MAX} facts with their id and version.",
-        _schema(query={"type": "string", "description": "Words the facts may contain."}),
+        object_schema({"query": {"type": "string", "description": "Words the facts may contain."}}),
         recall,
         deadline=DEADLINE,
         effect=Effect.READ,
@@ -273,11 +257,3 @@ TOOLS = [
         output_limit=32 * 1024,
     ),
 ]
-
-
-def memory_tools_register() -> None:
-    """Offer the memory tools to the model, and say how a confirmed proposal of a write is done."""
-    for tool in TOOLS:
-        tool_register(tool)
-    for name in _WRITES:
-        write_executor_register(name, _confirmed(name))

@@ -22,6 +22,7 @@ from memory.query import QUERY_MAX
 from memory.services import MAX_CONTENT, MAX_FACTS
 from tasks.schedule import CRON_MAX
 from tasks.services import INSTRUCTIONS_MAX, MAX_TASKS, NAME_MAX
+from tools.registry import tools_citing_sources
 
 
 class SignInForm(forms.Form):
@@ -54,7 +55,8 @@ def home(request: HttpRequest) -> HttpResponse:
     if not _is_owner(request):
         return HttpResponseRedirect("/login/")
     limits = {"message": MAX_TEXT_UTF16, "name": NAME_MAX_UTF16, "query": QUERY_MAX}
-    return render(request, "chat.html", {"limits": limits})
+    # The tools whose results carry sources, listed under the answer (`Tool.cites_sources`).
+    return render(request, "chat.html", {"limits": limits, "source_tools": tools_citing_sources()})
 
 
 @require_http_methods(["GET", "HEAD"])

@@ -18,15 +18,24 @@ from zoneinfo import ZoneInfo
 
 from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError
-from flarebot.core.rows import MAX_VERSION
 from tasks import selectors, services
 from tasks.models import Task
 from tasks.schedule import CRON_MAX
-from tools.proposals import Readback, readback_of, write_executor_register, write_propose
-from tools.registry import Effect, Tool, ToolContext, ToolFailed, tool_register
+from tools.kit import (
+    call_check,
+    card_summary,
+    count_of,
+    id_of,
+    id_property,
+    object_schema,
+    refused,
+    stopped_check,
+    version_property,
+)
+from tools.proposals import Readback, readback_of, write_propose
+from tools.registry import Effect, Tool, ToolContext
 
 DEADLINE = 15.0
-UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 # The ids of tasks that `create_task` calls make: uuid5 of this namespace and "conversation:call".
 CREATE_NAMESPACE = uuid.UUID("6f1d2b8e-3c4a-4e7f-8b1d-2a9c5e7f1b3d")
 
@@ -41,13 +50,8 @@ _SCHEDULE = {
         "(default UTC). Ask the owner for their zone when it matters."
     ),
 }
-_ID = {"type": "string", "pattern": UUID_PATTERN, "description": "The task's id, as list_tasks gave it."}
-_VERSION = {
-    "type": "integer",
-    "minimum": 1,
-    "maximum": MAX_VERSION,
-    "description": "The version you last saw; a stale one changes nothing and returns the current task.",
-}
+_ID = id_property("The task's id, as list_tasks gave it.")
+_VERSION = version_property("task")
 _NAME = {"type": "string", "description": f"A short name, at most {services.NAME_MAX} characters."}
 _INSTRUCTIONS = {
     "type": "string",
@@ -80,13 +84,13 @@ def _task(task: Task) -> dict[str, Any]:
 
 
 def _refused(error: FlarebotError) -> dict[str, Any]:
-    result: dict[str, Any] = {"ok": False, "error": error.code, "message": error.message}
+    extra: dict[str, Any] = {}
     current = error.extra.get("current")
     if isinstance(current, dict):
-        result["current"] = {k: current[k] for k in ("id", "name", "schedule", "enabled", "version") if k in current}
+        extra["current"] = {k: current[k] for k in ("id", "name", "schedule", "enabled", "version") if k in current}
     if error.code == "task_limit":
-        result["limit"] = services.MAX_TASKS
-    return result
+        extra["limit"] = services.MAX_TASKS
+    return refused(error, **extra)
 
 
 def _create(*, conversation_id: uuid.UUID, tool_call_id: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +115,7 @@ async def list_tasks(context: ToolContext, data: dict[str, Any]) -> dict[str, An
 
 
 def _update(*, conversation_id: uuid.UUID, data: dict[str, Any], **_: Any) -> dict[str, Any]:
-    task_id = uuid.UUID(data["id"])
+    task_id = id_of(data)
     # Fields left out keep their current value; the update itself compares the version.
     current = selectors.task_view(selectors.task_get(task_id=task_id, conversation_id=conversation_id))
     task = services.task_update(
@@ -128,7 +132,7 @@ def _update(*, conversation_id: uuid.UUID, data: dict[str, Any], **_: Any) -> di
 
 def _delete(*, conversation_id: uuid.UUID, data: dict[str, Any], **_: Any) -> dict[str, Any]:
     deleted = services.task_delete(
-        task_id=uuid.UUID(data["id"]), expected_version=data["expected_version"], conversation_id=conversation_id
+        task_id=id_of(data), expected_version=data["expected_version"], conversation_id=conversation_id
     )
     return {"ok": True, "id": data["id"], "deleted": True, "was_present": deleted}
 
@@ -155,9 +159,7 @@ def _readback(tool: str, conversation_id: uuid.UUID, data: dict[str, Any]) -> Re
         lines = [f"Name: {data['name']}", _schedule_words(data["schedule"]), f"Instructions: {data['instructions']}"]
         return readback_of("Create a scheduled task", [*lines, enabled.capitalize()])
     try:
-        current = selectors.task_view(
-            selectors.task_get(task_id=uuid.UUID(data["id"]), conversation_id=conversation_id)
-        )
+        current = selectors.task_view(selectors.task_get(task_id=id_of(data), conversation_id=conversation_id))
         name = current["name"]
     except FlarebotError:
         name = "(no such task)"
@@ -176,15 +178,13 @@ def _readback(tool: str, conversation_id: uuid.UUID, data: dict[str, Any]) -> Re
 
 
 def _write_now(tool: str, context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    if not context.conversation_live():
-        raise ToolFailed("Nothing was changed: this conversation is being deleted.")
+    call_check(context, nothing_was="changed")
     return _WRITES[tool](conversation_id=context.conversation_id, tool_call_id=context.tool_call_id, data=data)
 
 
 async def _tool_write(tool: str, context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
     """Write now, or, when the conversation holds untrusted content, propose it to the owner."""
-    if context.cancelled.is_set():
-        raise ToolFailed("Nothing was changed: the turn was stopped.")
+    stopped_check(context, nothing_was="changed")
     try:
         if await db(context.untrusted_read)():
             if tool == "create_task":
@@ -199,18 +199,6 @@ async def _tool_write(tool: str, context: ToolContext, data: dict[str, Any]) -> 
         return await db(_write_now)(tool, context, data)
     except FlarebotError as error:
         return _refused(error)
-
-
-async def create_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    return await _tool_write("create_task", context, data)
-
-
-async def update_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    return await _tool_write("update_task", context, data)
-
-
-async def delete_task(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-    return await _tool_write("delete_task", context, data)
 
 
 def _confirmed(tool: str) -> Any:
@@ -238,7 +226,6 @@ def _when(task: dict[str, Any]) -> str:
 
 
 _FAILED = {
-    "needs_confirmation": "Waiting for your confirmation",
     "invalid_schedule": "Not saved: the schedule is not valid",
     "invalid_task": "Not saved: the name or instructions are not valid",
     "task_limit": f"Not created: {services.MAX_TASKS} tasks already",
@@ -249,53 +236,58 @@ _FAILED = {
 }
 
 
-def _summary(success: str) -> Any:
-    def summarize(output: Any) -> str:
-        if not isinstance(output, dict):
-            return ""
-        if output.get("ok") is False:
-            return _FAILED.get(str(output.get("error")), "Not done")
+def _summary(done: str) -> Any:
+    def success(output: dict[str, Any]) -> str:
         if isinstance(output.get("tasks"), list):
-            count = len(output["tasks"])
-            return f"{count} task{'' if count == 1 else 's'} in this conversation"
+            return count_of(len(output["tasks"]), "task") + " in this conversation"
         if output.get("was_present") is False:
             return "Already deleted"
         task = output.get("task")
         if isinstance(task, dict):
-            return f"{success} “{str(task.get('name', ''))[:80]}”, {_when(task)}"
-        return success
+            return f"{done} “{str(task.get('name', ''))[:80]}”, {_when(task)}"
+        return done
 
-    return summarize
+    return card_summary(success, failed=_FAILED)
 
 
-def _schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+def _write_tool(name: str, description: str, schema: dict[str, Any], label: str, done: str, limit: int) -> Tool:
+    """Declare one of the three writes: an effect, proposed to the owner in a conversation that read the web."""
+
+    async def run(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        return await _tool_write(name, context, data)
+
+    return Tool(
+        name,
+        description,
+        schema,
+        run,
+        deadline=DEADLINE,
+        effect=Effect.EFFECT,
+        label=label,
+        summarize=_summary(done),
+        output_limit=limit,
+        write_confirmed=_confirmed(name),
+    )
 
 
 TOOLS = [
-    Tool(
+    _write_tool(
         "create_task",
         "Schedule a task in this conversation: at each occurrence its instructions are sent here as the owner's "
         "message and you answer them, with your tools, while nobody needs to be connected. "
         f"At most {services.MAX_TASKS} tasks.",
-        _schema(
-            ["name", "instructions", "schedule"],
-            name=_NAME,
-            instructions=_INSTRUCTIONS,
-            schedule=_SCHEDULE,
-            enabled=_ENABLED,
+        object_schema(
+            {"name": _NAME, "instructions": _INSTRUCTIONS, "schedule": _SCHEDULE, "enabled": _ENABLED},
+            required=["name", "instructions", "schedule"],
         ),
-        create_task,
-        deadline=DEADLINE,
-        effect=Effect.EFFECT,
-        label="Schedule a task",
-        summarize=_summary("Scheduled"),
-        output_limit=16 * 1024,
+        "Schedule a task",
+        "Scheduled",
+        16 * 1024,
     ),
     Tool(
         "list_tasks",
         "List this conversation's scheduled tasks with their id, version, schedule and next runs.",
-        _schema([]),
+        object_schema({}),
         list_tasks,
         deadline=DEADLINE,
         effect=Effect.READ,
@@ -303,44 +295,32 @@ TOOLS = [
         summarize=_summary("Listed tasks"),
         output_limit=64 * 1024,
     ),
-    Tool(
+    _write_tool(
         "update_task",
         "Change a scheduled task of this conversation. Give its id and the version you last saw; fields you "
         "leave out keep their value. A one-off that ran needs a new future instant to run again.",
-        _schema(
-            ["id", "expected_version"],
-            id=_ID,
-            expected_version=_VERSION,
-            name=_NAME,
-            instructions=_INSTRUCTIONS,
-            schedule=_SCHEDULE,
-            enabled=_ENABLED,
+        object_schema(
+            {
+                "id": _ID,
+                "expected_version": _VERSION,
+                "name": _NAME,
+                "instructions": _INSTRUCTIONS,
+                "schedule": _SCHEDULE,
+                "enabled": _ENABLED,
+            },
+            required=["id", "expected_version"],
         ),
-        update_task,
-        deadline=DEADLINE,
-        effect=Effect.EFFECT,
-        label="Change a scheduled task",
-        summarize=_summary("Changed"),
-        output_limit=16 * 1024,
+        "Change a scheduled task",
+        "Changed",
+        16 * 1024,
     ),
-    Tool(
+    _write_tool(
         "delete_task",
         "Delete a scheduled task of this conversation for good (its run history too; the transcript stays). "
         "Give its id and the version you last saw.",
-        _schema(["id", "expected_version"], id=_ID, expected_version=_VERSION),
-        delete_task,
-        deadline=DEADLINE,
-        effect=Effect.EFFECT,
-        label="Delete a scheduled task",
-        summarize=_summary("Deleted a task"),
-        output_limit=8 * 1024,
+        object_schema({"id": _ID, "expected_version": _VERSION}),
+        "Delete a scheduled task",
+        "Deleted a task",
+        8 * 1024,
     ),
 ]
-
-
-def task_tools_register() -> None:
-    """Offer the task tools to the model, and say how a confirmed proposal of a write is done."""
-    for tool in TOOLS:
-        tool_register(tool)
-    for name in _WRITES:
-        write_executor_register(name, _confirmed(name))

@@ -8,14 +8,13 @@ class ToolsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tools.registry import tool_register
+        from tools.registry import tools_register
         from tools.shell.tool import SHELL
         from tools.web.browser_read import BROWSER_READ
         from tools.web.read_url import READ_URL
         from tools.web.search import WEB_SEARCH
 
-        for tool in (WEB_SEARCH, READ_URL, BROWSER_READ, SHELL):
-            tool_register(tool)
+        tools_register([WEB_SEARCH, READ_URL, BROWSER_READ, SHELL])
         from flarebot.core.probes import probe_register
         from tools.shell.engine import docker_probe, sandbox_image_probe
         from tools.web.browser import chromium_probe

@@ -6,15 +6,14 @@ every minute, or to remember something for every future prompt. In such a conver
 the memory and task tools do not write: they call `write_propose`, which stores the call
 (its tool, its input exactly as the model gave it, and a readback for the owner's card)
 and tells the model it waits for the owner. The owner's Confirm runs the write through the
-executor its app registered (`write_executor_register`, from `AppConfig.ready()`, so this
-app never imports an upper one), once; Dismiss writes nothing. A replayed call finds its
+tool's declared `write_confirmed` (found through the registry, so this app never imports an
+upper one), once; Dismiss writes nothing. A replayed call finds its
 proposal. The conversation side (the card's event, the transcript) is
 `conversations.write_proposals`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypedDict
 
 from django.db import IntegrityError, transaction
@@ -22,8 +21,9 @@ from django.utils import timezone
 
 from flarebot.core.database import db
 from flarebot.core.errors import Conflict, NotFound
+from tools.kit import call_check, refusal, stopped_check
 from tools.models import WriteProposal, WriteProposalState
-from tools.registry import ToolContext, ToolFailed
+from tools.registry import ToolContext, tool_get
 
 READBACK_LINES_MAX = 12
 READBACK_LINE_MAX = 1_200
@@ -31,10 +31,6 @@ WAITING_MESSAGE = (
     "Not done yet: this conversation holds content from the web, which may have steered this request, so the "
     "owner confirms it on its card first. Tell the owner it waits for their confirmation; do not call it again."
 )
-
-# What a confirmed proposal runs: (conversation id, tool call id, input) -> the tool's own result.
-Executor = Callable[..., dict[str, Any]]
-_executors: dict[str, Executor] = {}
 
 
 class Readback(TypedDict):
@@ -52,11 +48,6 @@ class ProposalJson(TypedDict):
     result: dict[str, Any] | None
     created_at: str
     decided_at: str | None
-
-
-def write_executor_register(tool: str, executor: Executor) -> None:
-    """Say how a confirmed proposal of `tool` is written: `executor(conversation_id=, tool_call_id=, data=)`."""
-    _executors[tool] = executor
 
 
 def readback_of(title: str, lines: list[str]) -> Readback:
@@ -79,8 +70,7 @@ def proposal_json(proposal: WriteProposal) -> ProposalJson:
 
 
 def _propose(context: ToolContext, tool: str, data: dict[str, Any], readback: Readback) -> WriteProposal:
-    if not context.conversation_live():
-        raise ToolFailed("Nothing was proposed: this conversation is being deleted.")
+    call_check(context, nothing_was="proposed")
     try:
         with transaction.atomic():
             proposal, _ = WriteProposal.objects.get_or_create(
@@ -100,15 +90,9 @@ def _propose(context: ToolContext, tool: str, data: dict[str, Any], readback: Re
 
 async def write_propose(context: ToolContext, *, tool: str, data: dict[str, Any], readback: Readback) -> dict[str, Any]:
     """Store the write for the owner's confirmation instead of doing it; the tool's result says so."""
-    if context.cancelled.is_set():
-        raise ToolFailed("Nothing was proposed: the turn was stopped.")
+    stopped_check(context, nothing_was="proposed")
     proposal = await db(_propose)(context, tool, data, readback)
-    return {
-        "ok": False,
-        "error": "needs_confirmation",
-        "message": WAITING_MESSAGE,
-        "proposal": proposal_json(proposal),
-    }
+    return refusal("needs_confirmation", WAITING_MESSAGE, proposal=proposal_json(proposal))
 
 
 def write_proposal_decide(*, proposal_id: Any, conversation_id: Any, confirm: bool) -> WriteProposal:
@@ -122,10 +106,10 @@ def write_proposal_decide(*, proposal_id: Any, conversation_id: Any, confirm: bo
         if proposal.state != WriteProposalState.PROPOSED:
             raise Conflict(f"This proposal was {proposal.state} already.", code=f"proposal_{proposal.state}")
         if confirm:
-            executor = _executors.get(proposal.tool)
-            if executor is None:
+            tool = tool_get(proposal.tool)
+            if tool is None or tool.write_confirmed is None:
                 raise Conflict("This kind of proposal can no longer be confirmed.", code="proposal_unknown")
-            proposal.result = executor(
+            proposal.result = tool.write_confirmed(
                 conversation_id=proposal.conversation_id, tool_call_id=proposal.tool_call_id, data=proposal.input
             )
         proposal.state = WriteProposalState.CONFIRMED if confirm else WriteProposalState.DISMISSED

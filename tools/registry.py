@@ -19,6 +19,15 @@ declaration is a contract the engine enforces (`tools.runtime`), not advice:
 - `reads_untrusted` marks a tool whose output comes from outside (the web): a
   conversation that holds such output has its memory and task writes proposed to the
   owner instead of done (`ToolContext.untrusted_read`, `tools.proposals`).
+- `write_confirmed` is how a write the tool proposed instead of doing is done once the
+  owner confirms it (`tools.proposals`).
+- `cites_sources` says that the tool's result carries `sources` (`tools.web.sources`),
+  which the chat page lists under the answer; the page learns these names from its
+  template (`tools_citing_sources`), not from a list of its own.
+
+Every app registers its tools in one line of its `AppConfig.ready()`: `tools_register(...)`.
+Shared pieces of a declaration (schemas, refusals, card summaries, the write guard) are in
+`tools.kit`.
 
 Credentials reach a tool through its `ToolContext` (`provider_key`), never by importing
 an upper app.
@@ -30,7 +39,7 @@ import asyncio
 import enum
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -122,6 +131,8 @@ ToolRun = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
 # Returns None when the tool can run, else a safe message saying what the owner must configure.
 AvailabilityCheck = Callable[[ToolContext], Awaitable[str | None]]
 CleanupHook = Callable[[CleanupRequest], Awaitable[None]]
+# A confirmed proposal's write: (conversation_id=, tool_call_id=, data=) -> the tool's own result.
+ConfirmedWrite = Callable[..., dict[str, Any]]
 
 
 class ToolDeclarationError(ValueError):
@@ -153,6 +164,11 @@ class Tool:
     # Its output is content from outside the machine (a web page, search results): the model
     # may be steered by it, so the turn's writes outside the turn become proposals.
     reads_untrusted: bool = False
+    # Its successful result carries `sources` (web pages read or found) listed under the answer.
+    cites_sources: bool = False
+    # How a write this tool proposed to the owner (`tools.proposals.write_propose`) is done
+    # once they confirm it; synchronous, on a database thread.
+    write_confirmed: ConfirmedWrite | None = field(default=None, repr=False)
     validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -192,6 +208,12 @@ def tool_register(tool: Tool) -> None:
     _tools[tool.name] = tool
 
 
+def tools_register(tools: Iterable[Tool]) -> None:
+    """Offer an app's tools to the model: the one line of its `AppConfig.ready()`."""
+    for tool in tools:
+        tool_register(tool)
+
+
 def tool_unregister(name: str) -> None:
     _tools.pop(name, None)
 
@@ -208,3 +230,8 @@ def tool_get(name: str) -> Tool | None:
 def tools_reading_untrusted() -> list[str]:
     """The names of the tools whose output comes from outside (see `Tool.reads_untrusted`)."""
     return sorted(name for name, tool in _tools.items() if tool.reads_untrusted)
+
+
+def tools_citing_sources() -> list[str]:
+    """The names of the tools whose results carry sources (see `Tool.cites_sources`)."""
+    return sorted(name for name, tool in _tools.items() if tool.cites_sources)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conversations.providers.base import ModelRequest, ToolDefinition
+from tools.kit import object_schema
 
 ACTION_TOOLS = ("go_to", "click", "type", "select", "scroll", "wait")
 PAUSE_TOOLS = ("ask_owner", "request_sign_in", "request_email_consent")
@@ -34,89 +35,61 @@ _CRITICAL_POINT = {
 }
 
 
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+def _action(name: str, description: str, **properties: dict[str, Any]) -> ToolDefinition:
+    """An action on the page: its properties are required; any action may repeat one the owner approved."""
+    schema = object_schema({**properties, "critical_point_id": _CRITICAL_POINT}, required=list(properties))
+    return ToolDefinition(name, description, schema)
 
 
 TOOLS: list[ToolDefinition] = [
-    ToolDefinition(
-        "go_to",
-        "Open a URL in the browser.",
-        _schema(
-            {"url": {"type": "string", "minLength": 1, "maxLength": 2048}, "critical_point_id": _CRITICAL_POINT},
-            ["url"],
-        ),
-    ),
-    ToolDefinition(
-        "click",
-        "Click an element of the current page.",
-        _schema({"element": _ELEMENT, "critical_point_id": _CRITICAL_POINT}, ["element"]),
-    ),
-    ToolDefinition(
+    _action("go_to", "Open a URL in the browser.", url={"type": "string", "minLength": 1, "maxLength": 2048}),
+    _action("click", "Click an element of the current page.", element=_ELEMENT),
+    _action(
         "type",
         "Replace the text of a text field of the current page with this text.",
-        _schema(
-            {
-                "element": _ELEMENT,
-                "text": {"type": "string", "maxLength": TEXT_MAX},
-                "critical_point_id": _CRITICAL_POINT,
-            },
-            ["element", "text"],
-        ),
+        element=_ELEMENT,
+        text={"type": "string", "maxLength": TEXT_MAX},
     ),
-    ToolDefinition(
+    _action(
         "select",
         "Choose an option (by its text) of a select element of the current page.",
-        _schema(
-            {
-                "element": _ELEMENT,
-                "option": {"type": "string", "minLength": 1, "maxLength": 200},
-                "critical_point_id": _CRITICAL_POINT,
-            },
-            ["element", "option"],
-        ),
+        element=_ELEMENT,
+        option={"type": "string", "minLength": 1, "maxLength": 200},
     ),
-    ToolDefinition(
-        "scroll",
-        "Scroll the page up or down.",
-        _schema(
-            {"direction": {"type": "string", "enum": ["up", "down"]}, "critical_point_id": _CRITICAL_POINT},
-            ["direction"],
-        ),
-    ),
-    ToolDefinition(
+    _action("scroll", "Scroll the page up or down.", direction={"type": "string", "enum": ["up", "down"]}),
+    _action(
         "wait",
         "Wait a few seconds for the page to change.",
-        _schema(
-            {"seconds": {"type": "integer", "minimum": 1, "maximum": 10}, "critical_point_id": _CRITICAL_POINT},
-            ["seconds"],
-        ),
+        seconds={"type": "integer", "minimum": 1, "maximum": 10},
     ),
     ToolDefinition(
         "ask_owner",
         "Pause and ask the owner a question about the task (never for a password or other secret).",
-        _schema({"question": {"type": "string", "minLength": 1, "maxLength": 1000}}, ["question"]),
+        object_schema({"question": {"type": "string", "minLength": 1, "maxLength": 1000}}),
     ),
     ToolDefinition(
         "request_sign_in",
         "Pause so that the owner signs in on the current page themselves; say why.",
-        _schema({"reason": {"type": "string", "minLength": 1, "maxLength": 1000}}, ["reason"]),
+        object_schema({"reason": {"type": "string", "minLength": 1, "maxLength": 1000}}),
     ),
     ToolDefinition(
         "request_email_consent",
         "Pause and ask the owner for consent before sending an email or message on their behalf. Name the element "
         "that sends it (once the message is written): the consent then allows exactly that one click.",
-        _schema({"question": {"type": "string", "minLength": 1, "maxLength": 1000}, "element": _ELEMENT}, ["question"]),
+        object_schema(
+            {"question": {"type": "string", "minLength": 1, "maxLength": 1000}, "element": _ELEMENT},
+            required=["question"],
+        ),
     ),
     ToolDefinition(
         "finish",
         "End the task: completed (say only what the page confirmed) or failed (say why).",
-        _schema(
+        object_schema(
             {
                 "outcome": {"type": "string", "enum": ["completed", "failed"]},
                 "summary": {"type": "string", "minLength": 1, "maxLength": TEXT_MAX},
             },
-            ["outcome", "summary"],
+            required=["outcome", "summary"],
         ),
     ),
 ]

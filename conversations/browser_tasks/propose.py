@@ -13,11 +13,11 @@ from conversations.browser_tasks.services import (
 )
 from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError
+from tools.kit import card_summary, object_schema, refused
 from tools.registry import Effect, Tool, ToolContext, ToolFailed
 
-INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+INPUT_SCHEMA = object_schema(
+    {
         "goal": {
             "type": "string",
             "minLength": 1,
@@ -36,10 +36,8 @@ INPUT_SCHEMA: dict[str, Any] = {
             "items": {"type": "string", "minLength": 1, "maxLength": RESTRICTION_MAX},
             "description": "Every limit the owner set (budget, dates, what not to do), each as one short sentence.",
         },
-    },
-    "required": ["goal", "start_url", "restrictions"],
-    "additionalProperties": False,
-}
+    }
+)
 
 
 async def propose(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +53,7 @@ async def propose(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         )
     except FlarebotError as error:
         if error.code == "invalid_proposal":
-            return {"ok": False, "error": "invalid_proposal", "message": error.message}
+            return refused(error)
         raise ToolFailed(error.message) from None
     return {
         "ok": True,
@@ -66,12 +64,6 @@ async def propose(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
             "it with Start, or dismisses it. Tell the owner to check the readback; do not claim the task runs."
         ),
     }
-
-
-def _summary(output: Any) -> str:
-    if isinstance(output, dict) and output.get("ok") is False:
-        return str(output.get("message", ""))
-    return "Waiting for your Start"
 
 
 BROWSER_TASK_PROPOSE = Tool(
@@ -88,5 +80,5 @@ BROWSER_TASK_PROPOSE = Tool(
     deadline=15.0,
     effect=Effect.EFFECT,
     label="Proposing a browser task",
-    summarize=_summary,
+    summarize=card_summary(lambda _: "Waiting for your Start"),
 )

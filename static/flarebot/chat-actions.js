@@ -4,7 +4,8 @@
 // transcript stays linear and nothing is deleted. One listener on the transcript serves
 // every button, so answers re-rendered while they stream need no handlers of their own.
 
-import { MAX_CHARS, button, el, notify, state, ui } from "./chat-shell.js";
+import { MAX_CHARS, notify, state, ui } from "./chat-shell.js";
+import { button, el, numbers } from "./dom.js";
 import { fillTimes, turnOf } from "./chat-turn.js";
 
 const COPIED_MS = 1500;
@@ -90,7 +91,7 @@ function openEditor(turn) {
     const text = area.value.trim();
     if (!text) return;
     if (text.length > MAX_CHARS) {
-      error.textContent = `This message is too long: at most ${MAX_CHARS.toLocaleString("en")} characters.`;
+      error.textContent = `This message is too long: at most ${numbers.format(MAX_CHARS)} characters.`;
       error.hidden = false;
       return;
     }

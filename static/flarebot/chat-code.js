@@ -11,7 +11,7 @@
 // its spans (with hljs class names) and text are copied over, so nothing of the model's
 // text can become an element or an attribute.
 
-import { el } from "./chat-shell.js";
+import { el } from "./dom.js";
 
 const VENDOR = "/static/vendor/highlight/";
 // The grammars vendored, and the names answers use for them.

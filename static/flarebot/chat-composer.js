@@ -3,6 +3,7 @@
 
 import { MAX_CHARS, reportError, state, ui } from "./chat-shell.js";
 import { createConversation } from "./chat-sidebar.js";
+import { countText, numbers } from "./dom.js";
 
 export function showComposerError(message) {
   ui.error.textContent = message;
@@ -24,7 +25,7 @@ export function composerChanged() {
   const length = ui.input.value.length; // UTF-16 code units, as the server counts
   const over = length > MAX_CHARS;
   ui.count.hidden = length < MAX_CHARS * 0.9;
-  ui.count.textContent = `${length.toLocaleString("en")} / ${MAX_CHARS.toLocaleString("en")}`;
+  ui.count.textContent = countText(length, MAX_CHARS);
   ui.count.classList.toggle("over", over);
   ui.input.setAttribute("aria-invalid", String(over));
   if (over) showComposerError(tooLongMessage(length));
@@ -33,8 +34,8 @@ export function composerChanged() {
 }
 
 function tooLongMessage(length) {
-  const extra = (length - MAX_CHARS).toLocaleString("en");
-  return `This message is too long: at most ${MAX_CHARS.toLocaleString("en")} characters (${extra} over).`;
+  const extra = numbers.format(length - MAX_CHARS);
+  return `This message is too long: at most ${numbers.format(MAX_CHARS)} characters (${extra} over).`;
 }
 
 /** Drop surrounding blank lines and trailing spaces; indentation of the first line stays. */

@@ -5,7 +5,8 @@
 // message that matched.
 
 import { ApiError, api } from "./api.js";
-import { MAX_QUERY, el, isAbort, ui } from "./chat-shell.js";
+import { MAX_QUERY, isAbort, ui } from "./chat-shell.js";
+import { el, numbers } from "./dom.js";
 import { select } from "./chat-sidebar.js";
 
 const DEBOUNCE_MS = 250;
@@ -63,7 +64,7 @@ async function run() {
   setSearching(true);
   if (query.length > MAX_QUERY) {
     results.replaceChildren();
-    status.textContent = `A search is at most ${MAX_QUERY.toLocaleString("en")} characters.`;
+    status.textContent = `A search is at most ${numbers.format(MAX_QUERY)} characters.`;
     return;
   }
   if (controller) controller.abort();

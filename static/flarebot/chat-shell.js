@@ -1,8 +1,9 @@
-// What every part of the chat page shares: its elements, small DOM helpers, notices, the
-// connection badge, scrolling, the page's state, and the hooks through which a lower module
-// (a conversation's view) tells an upper one (the sidebar, the composer) that something
-// happened, so that imports run one way: chat.js -> header, search, actions, composer ->
-// sidebar -> view -> stream, turn -> code, markdown -> shell.
+// What every part of the chat page shares: its elements, the limits and tool names the
+// server gave it, notices, the connection badge, scrolling, the page's state, and the hooks
+// through which a lower module (a conversation's view) tells an upper one (the sidebar, the
+// composer) that something happened, so that imports run one way: chat.js -> header,
+// search, actions, composer -> sidebar -> view -> stream, browser tasks, turn -> tools,
+// code, markdown -> shell -> api, dom (the DOM helpers every page shares).
 
 import { ApiError } from "./api.js";
 
@@ -12,6 +13,8 @@ const $ = (id) => document.getElementById(id);
 export const MAX_CHARS = Number(app.dataset.maxChars);
 export const MAX_NAME = Number(app.dataset.maxName);
 export const MAX_QUERY = Number(app.dataset.maxQuery);
+// The tools whose results carry sources listed under an answer, as the server declares them.
+export const SOURCE_TOOLS = new Set(app.dataset.sourceTools.split(" ").filter(Boolean));
 export const ACTIVE = new Set(["queued", "running"]);
 
 export const ui = {
@@ -53,21 +56,6 @@ export const hooks = {
   restoreDraft: (_text) => {},
   selected: (_id) => {}, // a conversation (or none) is now shown
 };
-
-export function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-export function button(text, className, onClick, label) {
-  const node = el("button", className, text);
-  node.type = "button";
-  if (label) node.setAttribute("aria-label", label);
-  node.addEventListener("click", onClick);
-  return node;
-}
 
 // ---------------------------------------------------------------------------------------
 // Notices

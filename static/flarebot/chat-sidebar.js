@@ -3,7 +3,8 @@
 
 import { api } from "./api.js";
 import { ConversationView } from "./chat-view.js";
-import { MAX_NAME, app, button, el, hooks, notify, reportError, setConnection, state, ui } from "./chat-shell.js";
+import { MAX_NAME, app, hooks, notify, reportError, setConnection, state, ui } from "./chat-shell.js";
+import { button, el } from "./dom.js";
 
 export function currentName() {
   const current = state.conversations.find((c) => c.id === state.currentId);

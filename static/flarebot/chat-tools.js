@@ -2,6 +2,9 @@
 // transcript's tool part joined by tool_call_id, so new tools need no page changes.
 // Everything shown is text: labels, summaries and pretty JSON go into text nodes only.
 
+import { SOURCE_TOOLS } from "./chat-shell.js";
+import { button, el } from "./dom.js";
+
 const STATUS_TEXT = {
   pending: "Waiting",
   running: "Running",
@@ -12,13 +15,6 @@ const STATUS_TEXT = {
   unavailable: "Unavailable",
 };
 const JSON_MAX = 20000;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** Return a person's label for a tool name: "read_url" -> "Read url". */
 export function humanize(name) {
@@ -116,14 +112,13 @@ export function proposalBody(proposal) {
       ["Confirm", "confirm", "primary"],
       ["Dismiss", "dismiss", ""],
     ]) {
-      const button = el("button", className, label);
-      button.type = "button";
-      button.addEventListener("click", () => {
-        for (const each of actions.querySelectorAll("button")) each.disabled = true;
-        const detail = { proposalId: proposal.id, decision, said };
-        box.dispatchEvent(new CustomEvent("flarebot:write-proposal", { bubbles: true, detail }));
-      });
-      actions.append(button);
+      actions.append(
+        button(label, className, () => {
+          for (const each of actions.querySelectorAll("button")) each.disabled = true;
+          const detail = { proposalId: proposal.id, decision, said };
+          box.dispatchEvent(new CustomEvent("flarebot:write-proposal", { bubbles: true, detail }));
+        }),
+      );
     }
     box.append(actions);
   }
@@ -257,8 +252,7 @@ export class ToolCard {
   }
 }
 
-// Sources of a turn: what the web tools read or found, from their tool parts' outputs.
-const SOURCE_TOOLS = new Set(["web_search", "read_url", "browser_read"]);
+// Sources of a turn: what the tools that cite sources read or found, from their tool parts' outputs.
 const SOURCES_MAX = 30;
 
 /** Return the turn's distinct web sources: [{url, title, host}], only http(s) URLs. */

@@ -5,7 +5,8 @@
 import { renderMarkdown } from "./markdown.js";
 import { ToolCard, renderSources, sourcesOf } from "./chat-tools.js";
 import { decorateCode } from "./chat-code.js";
-import { ACTIVE, button, el } from "./chat-shell.js";
+import { ACTIVE } from "./chat-shell.js";
+import { button, el } from "./dom.js";
 
 const turnsByElement = new WeakMap();
 

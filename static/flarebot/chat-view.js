@@ -7,7 +7,6 @@ import { ApiError, api } from "./api.js";
 import { BrowserTasks } from "./chat-browser-tasks.js";
 import {
   ACTIVE,
-  el,
   hooks,
   isAbort,
   reportError,
@@ -17,6 +16,7 @@ import {
   showToBottom,
   ui,
 } from "./chat-shell.js";
+import { el } from "./dom.js";
 import { EventStream } from "./chat-stream.js";
 import { Turn, fillTimes } from "./chat-turn.js";
 import { markdownReady } from "./markdown.js";

@@ -4,6 +4,7 @@
 // "Configured"/"Missing". The Memory, Tasks and System sections are modules of their own (memory.js, tasks.js, system.js).
 import { accountSection } from "./account.js";
 import { call as api, say } from "./api.js";
+import { localTime, showCount } from "./dom.js";
 import { memorySection } from "./memory.js";
 import { systemSection } from "./system.js";
 import { tasksSection } from "./tasks.js";
@@ -13,7 +14,6 @@ import { tasksSection } from "./tasks.js";
   const LIMIT = Number(document.getElementById("instructions-counter").dataset.limit);
   const LABELS = { anthropic: "Anthropic", openai: "OpenAI", local: "Local" };
   const NEEDS_KEY = { anthropic: true, openai: true };
-  const numbers = new Intl.NumberFormat("en-US");
   const byId = (id) => document.getElementById(id);
 
 
@@ -171,25 +171,15 @@ import { tasksSection } from "./tasks.js";
   const instructionControls = [textarea, instructionsSave, instructionsReset];
   let saved = null; // the text the server holds; null until loaded
 
-  function count() {
-    // String length is in UTF-16 code units, the unit of the server's limit.
-    const length = textarea.value.length;
-    const over = length - LIMIT;
-    counter.textContent = `${numbers.format(length)} / ${numbers.format(LIMIT)}` + (over > 0 ? ` (${numbers.format(over)} over)` : "");
-    counter.dataset.over = over > 0 ? "1" : "";
-  }
+  const count = () => showCount(counter, textarea.value, LIMIT);
 
   function showInstructions(view, { replaceDraft }) {
     saved = view.effective;
     if (replaceDraft) textarea.value = view.effective;
     stateBadge.dataset.state = view.customized ? "customized" : "default";
     stateBadge.textContent = view.customized ? "Customized" : "Default";
-    modified.replaceChildren();
     if (view.customized && view.modified_at) {
-      const time = document.createElement("time");
-      time.dateTime = view.modified_at;
-      time.textContent = new Date(view.modified_at).toLocaleString();
-      modified.append("Modified ", time);
+      modified.replaceChildren("Modified ", localTime(view.modified_at));
     } else {
       modified.textContent = "Shipped defaults";
     }

@@ -1,15 +1,9 @@
 // The System section: what this installation runs on and what is missing, with the fix.
 // Loaded from /api/system/ (nothing secret in it); shown as text only. Reload asks again.
 import { call as api, say } from "./api.js";
+import { el } from "./dom.js";
 
 const STATE_TEXT = { ok: "OK", missing: "Missing", error: "Error", unknown: "Unknown" };
-
-function cell(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  node.textContent = text;
-  return node;
-}
 
 export function systemSection(root = document.getElementById("system")) {
   const list = root.querySelector("#system-list");
@@ -18,17 +12,15 @@ export function systemSection(root = document.getElementById("system")) {
 
   function show(components) {
     const rows = components.map((component) => {
-      const row = document.createElement("li");
-      row.className = "system-row";
+      const row = el("li", "system-row");
       row.dataset.component = component.name;
       row.dataset.state = component.state;
-      const head = document.createElement("div");
-      head.className = "system-head";
-      const badge = cell("span", "badge", STATE_TEXT[component.state] || component.state);
+      const head = el("div", "system-head");
+      const badge = el("span", "badge", STATE_TEXT[component.state] || component.state);
       badge.dataset.state = component.state === "ok" ? "configured" : component.state;
-      head.append(cell("strong", "system-label", component.label), badge);
-      row.append(head, cell("p", "system-detail muted", component.detail));
-      if (component.fix) row.append(cell("p", "system-fix", component.fix));
+      head.append(el("strong", "system-label", component.label), badge);
+      row.append(head, el("p", "system-detail muted", component.detail));
+      if (component.fix) row.append(el("p", "system-fix", component.fix));
       return row;
     });
     list.replaceChildren(...rows);

@@ -203,6 +203,12 @@ def test_it_shows_the_chat_page_to_the_owner(owner_client):
     assert b'action="/logout/"' in response.content
 
 
+def test_the_chat_page_names_the_tools_whose_sources_it_lists(owner_client):
+    response = owner_client.get("/")
+
+    assert b'data-source-tools="browser_read read_url web_search"' in response.content
+
+
 def test_it_sends_a_signed_in_owner_from_the_sign_in_page_home(owner_client):
     response = owner_client.get("/login/")
 

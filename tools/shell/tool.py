@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from flarebot.core.database import db, on_long_lived_thread
+from tools.kit import call_wanted, card_summary, object_schema
 from tools.registry import CleanupRequest, Effect, Tool, ToolContext, ToolFailed
 from tools.shell.engine import engine_problem
 from tools.shell.leases import (
@@ -65,9 +66,8 @@ STOP_WAIT = 4.0  # seconds a stopped call waits for its thread before removing t
 # Calls running in this process, for the cleanup hook of a cancelled or timed-out call.
 _running: dict[tuple[uuid.UUID, str], Sandbox] = {}
 
-INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+INPUT_SCHEMA = object_schema(
+    {
         "command": {
             "type": "string",
             "minLength": 1,
@@ -82,9 +82,8 @@ INPUT_SCHEMA: dict[str, Any] = {
             "description": f"Lifetime of the container in seconds, start-up included (default {TIMEOUT_DEFAULT}).",
         },
     },
-    "required": ["command"],
-    "additionalProperties": False,
-}
+    required=["command"],
+)
 
 
 def command_problem(command: str) -> str | None:
@@ -145,8 +144,7 @@ async def _drive(context: ToolContext, sandbox: Sandbox) -> Outcome | None:
 
     def still_wanted() -> bool:
         with transaction.atomic():
-            live = context.conversation_live() and shell_lease_wanted(lease_id=sandbox.lease_id)
-        return live and not context.cancelled.is_set()
+            return call_wanted(context) and shell_lease_wanted(lease_id=sandbox.lease_id)
 
     def wanted() -> bool:
         return on_long_lived_thread(still_wanted)
@@ -251,10 +249,8 @@ def _result(outcome: Outcome | None, removed: bool) -> dict[str, Any]:
     }
 
 
-def shell_summary(output: Any) -> str:
-    """The card's summary: how the command ended, never what it printed."""
-    if not isinstance(output, dict):
-        return ""
+def _ended(output: dict[str, Any]) -> str:
+    """How the command ended, never what it printed."""
     parts = []
     if output.get("not_started"):
         parts.append("Not started")
@@ -267,6 +263,9 @@ def shell_summary(output: Any) -> str:
     if output.get("cleanup") == "pending":
         parts.append("container removal pending")
     return ", ".join(parts)
+
+
+shell_summary = card_summary(_ended)  # the card's summary
 
 
 async def shell_available(context: ToolContext) -> str | None:

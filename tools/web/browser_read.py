@@ -29,7 +29,8 @@ from playwright.async_api import Error as PlaywrightError
 from yarl import URL
 
 from flarebot.core.database import db
-from tools.network.policy import URL_MAX, Refused, url_check
+from tools.kit import call_wanted, object_schema, refusal
+from tools.network.policy import Refused, url_check
 from tools.network.resolver import addresses_checked
 from tools.registry import CleanupRequest, Effect, Tool, ToolContext
 from tools.web.browser import (
@@ -49,7 +50,7 @@ from tools.web.leases import (
     browser_leases_reconcile,
     browser_leases_request_close,
 )
-from tools.web.sources import citable_url, failure, source_record, summary_of
+from tools.web.sources import citable_url, source_record, summary_of, url_property
 
 logger = logging.getLogger(__name__)
 
@@ -76,15 +77,9 @@ EXTRACT = """(() => {
 })()""" % (TEXT_MAX + 2)  # noqa: UP031 (a JavaScript template: braces everywhere)
 SIGNATURE = """(() => [String(document.title || ""), document.body ? document.body.innerText.length : -1])()"""
 
-INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "url": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": URL_MAX,
-            "description": "The exact http(s) URL to render (a public host name, not an IP address).",
-        },
+INPUT_SCHEMA = object_schema(
+    {
+        "url": url_property("render"),
         "wait_for_selector": {
             "type": "string",
             "minLength": 1,
@@ -92,9 +87,8 @@ INPUT_SCHEMA: dict[str, Any] = {
             "description": "Optional CSS selector of an element to wait for before reading.",
         },
     },
-    "required": ["url"],
-    "additionalProperties": False,
-}
+    required=["url"],
+)
 
 
 class CallFailed(Exception):
@@ -110,11 +104,11 @@ async def browser_read(context: ToolContext, data: dict[str, Any]) -> dict[str, 
     url = data["url"]
     selector = data.get("wait_for_selector")
     if selector is not None and ">>" in selector:
-        return failure("selector", "wait_for_selector must be a CSS selector.")
+        return refusal("selector", "wait_for_selector must be a CSS selector.")
     try:
         await addresses_checked(url_check(url))
     except Refused as refused:
-        return failure("refused", refused.message)
+        return refusal("refused", refused.message)
     pool = browser_pool()
     lease_id = await db(browser_lease_open)(
         conversation_id=context.conversation_id,
@@ -130,24 +124,20 @@ async def browser_read(context: ToolContext, data: dict[str, Any]) -> dict[str, 
             result = await _read(context, call, url, selector)
     except TimeoutError:
         if call.phase == "selector":
-            result = failure("selector", f"The selector did not appear within {BUDGET:g} s.")
+            result = refusal("selector", f"The selector did not appear within {BUDGET:g} s.")
         else:
-            result = failure("timeout", f"The page could not be read within {BUDGET:g} s.")
+            result = refusal("timeout", f"The page could not be read within {BUDGET:g} s.")
     except CallFailed as failed:
         result = failed.result
     except BrowserUnavailable as unavailable:
-        result = failure("unavailable", str(unavailable))
+        result = refusal("unavailable", str(unavailable))
     finally:
         # A fresh budget to close, whatever happened (cancellation included).
         closed = await asyncio.shield(pool.close(lease_id))
     if not closed:
         await asyncio.get_running_loop().run_in_executor(None, _cleanup_enqueue, lease_id)
-        return {
-            "ok": False,
-            "error": "cleanup_failed",
-            "message": "The browser context could not be confirmed closed; a cleanup job retries.",
-            "result": result,
-        }
+        message = "The browser context could not be confirmed closed; a cleanup job retries."
+        return refusal("cleanup_failed", message, result=result)
     return result
 
 
@@ -165,8 +155,8 @@ async def _read(context: ToolContext, call: CallContext, url: str, selector: str
         locale="en-US",
     )
     browser_context = await asyncio.shield(opening)
-    if context.cancelled.is_set() or not await _still_wanted(context, call):
-        raise CallFailed(failure("cancelled", "The call was stopped before the page was opened."))
+    if not await _still_wanted(context, call):
+        raise CallFailed(refusal("cancelled", "The call was stopped before the page was opened."))
 
     async def route(route: Route) -> None:
         await _route(route, call)
@@ -185,12 +175,12 @@ async def _read(context: ToolContext, call: CallContext, url: str, selector: str
     except PlaywrightError:
         raise CallFailed(_navigation_failure(call, failed_navigation)) from None
     if response is None:
-        raise CallFailed(failure("navigation", "The page could not be loaded."))
+        raise CallFailed(refusal("navigation", "The page could not be loaded."))
     if await response.header_value("x-flarebot-refused"):
         target = failed_navigation[-1] if failed_navigation else response.url
         raise CallFailed(_refused_failure(call, target))
     if not 200 <= response.status < 300:
-        raise CallFailed(failure("http_status", f"The page answered with HTTP status {response.status}."))
+        raise CallFailed(refusal("http_status", f"The page answered with HTTP status {response.status}."))
     await context.report_progress({"message": "Waiting for the page to settle"})
     session = await browser_context.new_cdp_session(page)
     if selector is not None:
@@ -198,7 +188,7 @@ async def _read(context: ToolContext, call: CallContext, url: str, selector: str
         try:
             await page.wait_for_selector(f"css={selector}", state="attached", timeout=0)
         except PlaywrightError:
-            raise CallFailed(failure("selector", "wait_for_selector is not a valid CSS selector.")) from None
+            raise CallFailed(refusal("selector", "wait_for_selector is not a valid CSS selector.")) from None
     else:
         call.phase = "settling"
         await _settle(session)
@@ -208,11 +198,11 @@ async def _read(context: ToolContext, call: CallContext, url: str, selector: str
 
 
 async def _still_wanted(context: ToolContext, call: CallContext) -> bool:
-    """Whether the call may still navigate: its conversation lives and nobody asked to close it."""
+    """Whether the call may still navigate: not stopped, its conversation lives, nobody asked to close it."""
 
     def check() -> bool:
         with transaction.atomic():
-            return context.conversation_live() and not browser_lease_close_wanted(lease_id=call.lease_id)
+            return call_wanted(context) and not browser_lease_close_wanted(lease_id=call.lease_id)
 
     return await db(check)()
 
@@ -249,13 +239,13 @@ def _note_failure(request: Any, page: Page, failed: list[str]) -> None:
 def _navigation_failure(call: CallContext, failed_navigation: list[str]) -> dict[str, Any]:
     reason = _refusal_reason(call, failed_navigation[-1]) if failed_navigation else None
     if reason is not None:
-        return failure("refused", f"The page or a redirect was refused by the network policy: {reason}")
-    return failure("navigation", "The page could not be loaded (the site could not be reached or broke off).")
+        return refusal("refused", f"The page or a redirect was refused by the network policy: {reason}")
+    return refusal("navigation", "The page could not be loaded (the site could not be reached or broke off).")
 
 
 def _refused_failure(call: CallContext, target_url: str) -> dict[str, Any]:
     reason = _refusal_reason(call, target_url) or "the address may not be reached."
-    return failure("refused", f"The page or a redirect was refused by the network policy: {reason}")
+    return refusal("refused", f"The page or a redirect was refused by the network policy: {reason}")
 
 
 def _refusal_reason(call: CallContext, target_url: str) -> str | None:
@@ -305,10 +295,10 @@ async def _extract(session: CDPSession, requested_url: str) -> dict[str, Any]:
     tree = await session.send("Page.getFrameTree")
     final_url = citable_url(str(tree["frameTree"]["frame"]["url"]))
     if final_url is None:
-        return failure("navigation", "The page ended on an address that cannot be cited.")
+        return refusal("navigation", "The page ended on an address that cannot be cited.")
     value = await _evaluate(session, EXTRACT)
     if not isinstance(value, dict):
-        return failure("extraction", "The page's text could not be read.")
+        return refusal("extraction", "The page's text could not be read.")
     raw_text = _without_lone_surrogates(str(value.get("text", "")))
     raw_title = _without_lone_surrogates(str(value.get("title", "")))
     page_cut = page_text(raw_title, raw_text)
@@ -400,4 +390,5 @@ BROWSER_READ = Tool(
     concurrency=CONCURRENCY,
     cleanup=browser_cleanup,
     reads_untrusted=True,
+    cites_sources=True,
 )

@@ -12,30 +12,19 @@ import asyncio
 import re
 from typing import Any
 
+from tools.kit import object_schema, refusal
 from tools.network.fetch import FetchFailed, fetch
-from tools.network.policy import URL_MAX, Refused
+from tools.network.policy import Refused
 from tools.registry import Effect, Tool, ToolContext
 from tools.web.extract import HTML_TYPES, TEXT_TYPES, html_text, plain_text
-from tools.web.sources import failure, source_record, summary_of
+from tools.web.sources import source_record, summary_of, url_property
 
 DEADLINE = 15.0
 DOWNLOAD_MAX = 256_000
 ACCEPT = "text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,*/*;q=0.1"
 _MEDIA_TYPE = re.compile(r"^[a-z0-9][a-z0-9.+-]{0,40}/[a-z0-9][a-z0-9.+-]{0,60}$")
 
-INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "url": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": URL_MAX,
-            "description": "The exact http(s) URL to read (a public host name, not an IP address).",
-        }
-    },
-    "required": ["url"],
-    "additionalProperties": False,
-}
+INPUT_SCHEMA = object_schema({"url": url_property("read")})
 
 
 async def read_url(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
@@ -45,22 +34,22 @@ async def read_url(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]
         async with asyncio.timeout(DEADLINE):
             fetched = await fetch(url, max_bytes=DOWNLOAD_MAX, accept=ACCEPT)
     except TimeoutError:
-        return failure("timeout", f"The page did not arrive within {DEADLINE:g} s.")
+        return refusal("timeout", f"The page did not arrive within {DEADLINE:g} s.")
     except Refused as refused:
-        return failure("refused", refused.message)
+        return refusal("refused", refused.message)
     except FetchFailed as failed:
-        return failure(failed.code, failed.message)
+        return refusal(failed.code, failed.message)
     if not 200 <= fetched.status < 300:
-        return failure("http_status", f"The page answered with HTTP status {fetched.status}.")
+        return refusal("http_status", f"The page answered with HTTP status {fetched.status}.")
     if fetched.content_type in HTML_TYPES:
         page = html_text(fetched.body, fetched.charset)
     elif fetched.content_type in TEXT_TYPES:
         page = plain_text(fetched.body, fetched.charset)
     elif fetched.content_type == "application/pdf":
-        return failure("unsupported_type", "The page is a PDF, which read_url cannot read.")
+        return refusal("unsupported_type", "The page is a PDF, which read_url cannot read.")
     else:
         kind = fetched.content_type if _MEDIA_TYPE.match(fetched.content_type) else "an unlabelled type"
-        return failure("unsupported_type", f"read_url reads HTML, Markdown and plain text, not {kind}.")
+        return refusal("unsupported_type", f"read_url reads HTML, Markdown and plain text, not {kind}.")
     source = source_record(
         kind="page",
         title=page.title,
@@ -87,4 +76,5 @@ READ_URL = Tool(
     label="Reading a page",
     summarize=summary_of,
     reads_untrusted=True,
+    cites_sources=True,
 )

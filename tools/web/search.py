@@ -27,9 +27,10 @@ import openai
 from django.conf import settings
 
 from flarebot.core.crypto import Secret
+from tools.kit import object_schema, refusal
 from tools.registry import Effect, KeyMissing, Tool, ToolContext
 from tools.web.extract import TITLE_MAX, utf16_cut
-from tools.web.sources import SourceJson, citable_url, failure, source_record, summary_of
+from tools.web.sources import SourceJson, citable_url, source_record, summary_of
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +43,9 @@ OUTPUT_TOKENS = 2_000
 SUMMARY_LABEL = "Model synthesis of the search results: not a quotation and not proof that any page says this."
 MISSING_KEY = "Add an OpenAI API key in Settings to search the web."
 
-INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "minLength": 1, "maxLength": QUERY_MAX, "description": "What to search for."}
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
+INPUT_SCHEMA = object_schema(
+    {"query": {"type": "string", "minLength": 1, "maxLength": QUERY_MAX, "description": "What to search for."}}
+)
 
 
 class ResponseTooLarge(Exception):
@@ -117,7 +113,7 @@ async def web_search(context: ToolContext, data: dict[str, Any]) -> dict[str, An
     """Search the web once and return the cited sources and a labelled summary."""
     key = await context.provider_key("openai")
     if not isinstance(key, Secret):
-        return failure("unavailable", _key_problem(key))
+        return refusal("unavailable", _key_problem(key))
     query = data["query"]
     client = openai.AsyncOpenAI(
         api_key=key.reveal(),
@@ -133,7 +129,7 @@ async def web_search(context: ToolContext, data: dict[str, Any]) -> dict[str, An
             )
             body = raw.content
     except TimeoutError:
-        return failure("timeout", f"The web search did not answer within {DEADLINE:g} s.")
+        return refusal("timeout", f"The web search did not answer within {DEADLINE:g} s.")
     except ResponseTooLarge:
         return _too_large_failure()
     except openai.APIError as error:
@@ -153,7 +149,7 @@ def _too_large(error: BaseException) -> bool:
 
 
 def _too_large_failure() -> dict[str, Any]:
-    return failure("too_large", f"The search answer was larger than {RESPONSE_MAX:,} bytes.")
+    return refusal("too_large", f"The search answer was larger than {RESPONSE_MAX:,} bytes.")
 
 
 def _api_failure(error: openai.APIError) -> dict[str, Any]:
@@ -161,29 +157,29 @@ def _api_failure(error: openai.APIError) -> dict[str, Any]:
     if _too_large(error):
         return _too_large_failure()
     if isinstance(error, openai.APITimeoutError):
-        return failure("timeout", f"The web search did not answer within {DEADLINE:g} s.")
+        return refusal("timeout", f"The web search did not answer within {DEADLINE:g} s.")
     if isinstance(error, openai.APIConnectionError):
-        return failure("unreachable", "The search service could not be reached.")
+        return refusal("unreachable", "The search service could not be reached.")
     if isinstance(error, openai.AuthenticationError):
-        return failure("key_refused", "OpenAI refused the API key. Check the OpenAI key in Settings.")
+        return refusal("key_refused", "OpenAI refused the API key. Check the OpenAI key in Settings.")
     code = error.code if isinstance(error.code, str) else ""
     status = error.status_code if isinstance(error, openai.APIStatusError) else 0
     if status == 402 or code in ("insufficient_quota", "billing_hard_limit_reached", "billing_not_active"):
-        return failure("billing", "The OpenAI account has no credit for web search (billing or quota).")
+        return refusal("billing", "The OpenAI account has no credit for web search (billing or quota).")
     if isinstance(error, openai.RateLimitError):
-        return failure("rate_limited", "OpenAI's rate limit was reached; try the search again later.")
+        return refusal("rate_limited", "OpenAI's rate limit was reached; try the search again later.")
     if isinstance(error, openai.PermissionDeniedError | openai.NotFoundError):
-        return failure("no_access", "This OpenAI key has no access to web search with the search model.")
+        return refusal("no_access", "This OpenAI key has no access to web search with the search model.")
     if isinstance(error, openai.BadRequestError):
-        return failure("rejected", "OpenAI rejected the search request.")
+        return refusal("rejected", "OpenAI rejected the search request.")
     if status >= 500:
-        return failure("provider_error", "The search service had an error; try again later.")
+        return refusal("provider_error", "The search service had an error; try again later.")
     logger.warning("web search failed with HTTP %s", status)
-    return failure("provider_error", "The web search failed.")
+    return refusal("provider_error", "The web search failed.")
 
 
 def _answer(query: str, body: bytes) -> dict[str, Any]:
-    malformed = failure("malformed", "The search service sent an answer that could not be read.")
+    malformed = refusal("malformed", "The search service sent an answer that could not be read.")
     try:
         response = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -192,13 +188,13 @@ def _answer(query: str, body: bytes) -> dict[str, Any]:
         return malformed
     status = response.get("status")
     if status == "incomplete":
-        return failure("incomplete", "The search answer was cut off before it completed.")
+        return refusal("incomplete", "The search answer was cut off before it completed.")
     if status != "completed":
-        return failure("incomplete", "The search did not complete.")
+        return refusal("incomplete", "The search did not complete.")
     items = [item for item in response["output"] if isinstance(item, dict)]
     searches = [item for item in items if item.get("type") == "web_search_call"]
     if not any(item.get("status") == "completed" for item in searches):
-        return failure("incomplete", "The search service answered without completing a search.")
+        return refusal("incomplete", "The search service answered without completing a search.")
     texts: list[str] = []
     cited: list[tuple[Any, Any]] = []
     for item in items:
@@ -263,4 +259,5 @@ WEB_SEARCH = Tool(
     summarize=summary_of,
     available=search_available,
     reads_untrusted=True,
+    cites_sources=True,
 )

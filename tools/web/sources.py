@@ -15,7 +15,8 @@ from typing import Any, Literal, TypedDict
 from django.utils import timezone
 
 from flarebot.core.times import iso
-from tools.network.policy import Refused, url_check
+from tools.kit import card_summary, count_of
+from tools.network.policy import URL_MAX, Refused, url_check
 
 SourceKind = Literal["search", "page", "browser"]
 
@@ -58,6 +59,16 @@ def source_record(
     }
 
 
+def url_property(verb: str) -> dict[str, Any]:
+    """Return the input schema of the URL a web tool is given to `verb` ("read", "render")."""
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": URL_MAX,
+        "description": f"The exact http(s) URL to {verb} (a public host name, not an IP address).",
+    }
+
+
 def citable_url(raw: object) -> str | None:
     """Return a URL fit to cite or follow (it passes the policy's URL rules), normalised; else None."""
     try:
@@ -67,22 +78,16 @@ def citable_url(raw: object) -> str | None:
     return str(target.url)
 
 
-def failure(code: str, message: str) -> dict[str, Any]:
-    """The result of a web tool call that did not succeed: counted as failed, shown by its message."""
-    return {"ok": False, "error": code, "message": message}
-
-
-def summary_of(output: Any) -> str:
-    """The card summary of a web tool's result: its failure message, or its sources' hosts (never URLs)."""
-    if not isinstance(output, dict):
-        return ""
-    if output.get("ok") is False:
-        return str(output.get("message", ""))
+def _sources_summary(output: dict[str, Any]) -> str:
     sources = output.get("sources") or []
     if output.get("kind") == "search":
-        return f"{len(sources)} source" + ("" if len(sources) == 1 else "s")
+        return count_of(len(sources), "source")
     hosts = [host_of(source.get("final_url", "")) for source in sources if isinstance(source, dict)]
     return ", ".join(host for host in hosts if host)
+
+
+# The card summary of a web tool's result: its failure message, or its sources' hosts (never URLs).
+summary_of = card_summary(_sources_summary)
 
 
 def host_of(url: str) -> str:
