@@ -58,7 +58,7 @@ def test_it_says_what_is_missing_with_its_fix_when_nothing_runs(owner_client):
     }
 
 
-def test_it_reports_live_workers_beat_and_what_the_latest_worker_found(owner_client):
+def test_it_reports_live_workers_beat_and_what_the_latest_worker_found(owner_client, fake_providers):
     worker(
         "worker-a",
         chromium={"state": "missing", "detail": "No Chromium was found.", "fix": CHROMIUM_FIX},
