@@ -136,12 +136,13 @@ def test_a_refused_schedule_keeps_the_form_and_says_what_is_accepted(settings_pa
     page.get_by_role("button", name="New task").click()
     form(page).get_by_label("Name").fill("Bad")
     form(page).get_by_label("Instructions").fill("x")
-    form(page).get_by_label("Cron expression").fill("0 9 * * MON")
+    form(page).get_by_label("Cron expression").fill("0 9 * * MONDAY")
     page.get_by_role("button", name="Save task").click()
-    expect(page.locator("#task-form-message")).to_contain_text("names of days or months are not accepted")
-    expect(form(page).get_by_label("Cron expression")).to_have_value("0 9 * * MON")
+    expect(page.locator("#task-form-message")).to_contain_text("'MONDAY' is not a name of a month or day")
+    expect(page.locator("#task-form-message")).to_contain_text("MON-FRI")  # what is accepted
+    expect(form(page).get_by_label("Cron expression")).to_have_value("0 9 * * MONDAY")
     assert Task.objects.count() == 0
-    form(page).get_by_label("Cron expression").fill("0 9 * * 1")
+    form(page).get_by_label("Cron expression").fill("0 9 * * MON")  # a day's name, as cron writes it
     page.get_by_role("button", name="Save task").click()
     expect(tasks_listed(page)).to_have_count(1)
 
