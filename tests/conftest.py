@@ -52,6 +52,29 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     in this process must come before it starts.
     """
     items.sort(key=lambda item: item.get_closest_marker("live") is not None)
+    if os.environ.get("FLAREBOT_TEST_DATABASE_ONLY") == "1":
+        _deselect_tests_without_the_database(config, items)
+
+
+# What a test must ask for before pytest-django lets it reach the database (directly, or
+# through the live stack's processes that share it).
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "live_stack"})
+
+
+def _deselect_tests_without_the_database(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep only tests that can reach the database: the second database's run repeats those.
+
+    pytest-django blocks the database for every other test, so a test left out here cannot
+    have depended on which database it ran on; it ran once, on SQLite, in the same command.
+    """
+    keep, drop = [], []
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        reaches = item.get_closest_marker("django_db") is not None or bool(fixtures & DATABASE_FIXTURES)
+        (keep if reaches else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def _drop_leftover_test_database() -> None:
