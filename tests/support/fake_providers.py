@@ -69,7 +69,8 @@ class Search:
 
     text: str = "A short synthesis of what the search found."
     citations: list[tuple[str, str]] = field(default_factory=list)  # (url, title) annotations
-    sources: list[str] = field(default_factory=list)  # the search action's source URLs
+    # The search action's source URLs; None leaves the list out (the provider supplied none).
+    sources: list[str] | None = field(default_factory=list)
     status: str = "completed"
     search_status: str = "completed"
     searched: bool = True
@@ -313,12 +314,13 @@ def search_response(answer: Search, request: dict[str, Any]) -> dict[str, Any]:
     """A Responses API `Response` object as the real API shapes it for a hosted web search."""
     output: list[dict[str, Any]] = []
     if answer.searched:
-        action = {
+        action: dict[str, Any] = {
             "type": "search",
             "query": request.get("input", ""),
             "queries": [request.get("input", "")],
-            "sources": [{"type": "url", "url": url} for url in answer.sources],
         }
+        if answer.sources is not None:
+            action["sources"] = [{"type": "url", "url": url} for url in answer.sources]
         output.append({"type": "web_search_call", "id": "ws_fake", "status": answer.search_status, "action": action})
     annotations = [
         {"type": "url_citation", "start_index": 0, "end_index": len(answer.text), "url": url, "title": title}

@@ -11,7 +11,8 @@ Sources come only from the answer's citation annotations and the search action's
 sources, validated and deduplicated, at most five; the answer's text is returned as a
 labelled model synthesis, not as evidence. Every failure (key refused, no access,
 billing, rate limit, malformed or incomplete answer, timeout) is a safe error, never an
-empty success: an empty source list is accepted only from a search that completed.
+empty success: an empty source list is accepted only from a search that completed and
+whose answer supplied the list (no list and no citation is the failure `no_sources`).
 """
 
 from __future__ import annotations
@@ -208,12 +209,17 @@ def _answer(query: str, body: bytes) -> dict[str, Any]:
             for note in part.get("annotations") or []:
                 if isinstance(note, dict) and note.get("type") == "url_citation":
                     cited.append((note.get("url"), note.get("title")))
+    listed = False  # whether the provider supplied a source list at all (even an empty one)
     for item in searches:
         action = item.get("action")
-        if isinstance(action, dict) and action.get("type") == "search":
-            for found in action.get("sources") or []:
+        if isinstance(action, dict) and action.get("type") == "search" and isinstance(action.get("sources"), list):
+            listed = True
+            for found in action["sources"]:
                 if isinstance(found, dict) and found.get("type", "url") == "url":
                     cited.append((found.get("url"), ""))
+    if not listed and not cited:
+        # An empty list is an answer only when the provider said so; no list at all is not one.
+        return refusal("no_sources", "The search service answered without a list of sources.")
     summary, cut = utf16_cut("\n\n".join(texts).strip(), SUMMARY_MAX)
     return {
         "ok": True,

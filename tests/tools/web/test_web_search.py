@@ -111,6 +111,26 @@ async def test_it_accepts_no_sources_only_from_a_completed_search(fake_providers
     assert (result["ok"], result["sources"]) == (True, [])
 
 
+async def test_a_completed_search_that_supplied_no_source_list_is_a_failure_not_an_empty_success(fake_providers):
+    fake_providers.search(Search(citations=[], sources=None))
+
+    result = await search()
+
+    assert result == {
+        "ok": False,
+        "error": "no_sources",
+        "message": "The search service answered without a list of sources.",
+    }
+
+
+async def test_citations_without_the_action_list_are_still_sources(fake_providers):
+    fake_providers.search(Search(citations=[("https://example.org/a", "A")], sources=None))
+
+    result = await search()
+
+    assert [s["final_url"] for s in result["sources"]] == ["https://example.org/a"]
+
+
 async def test_it_bounds_the_summary_to_6000_characters(fake_providers):
     fake_providers.search(Search(text="x" * 9000, citations=[("https://example.org/", "E")]))
 
