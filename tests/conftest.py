@@ -67,7 +67,8 @@ def _deselect_tests_without_the_database(config: pytest.Config, items: list[pyte
     pytest-django blocks the database for every other test, so a test left out here cannot
     have depended on which database it ran on; it ran once, on SQLite, in the same command.
     """
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         reaches = item.get_closest_marker("django_db") is not None or bool(fixtures & DATABASE_FIXTURES)
