@@ -14,7 +14,7 @@ from typing import TypedDict
 
 from conversations.models import InstructionOverride
 from flarebot.core.errors import InvalidInput
-from flarebot.core.text import has_control_characters, utf16_length
+from flarebot.core.text import has_control_characters, line_breaks_normalize, utf16_length
 from flarebot.core.times import iso
 
 MAX_UTF16 = 16_000
@@ -49,10 +49,11 @@ def instructions_get() -> InstructionsView:
 
 
 def instructions_set(*, text: str) -> InstructionsView:
-    """Replace the defaults with the owner's text, kept exactly as given."""
+    """Replace the defaults with the owner's text, kept as given but for its line breaks (all `\n`)."""
+    text = line_breaks_normalize(text)
     if utf16_length(text) > MAX_UTF16:
         raise InvalidInput(f"text: at most {MAX_UTF16} characters (UTF-16 code units).", code="invalid_instructions")
-    if has_control_characters(text, allow="\t\n\r"):
+    if has_control_characters(text, allow="\t\n"):
         raise InvalidInput("text: only tabs and line breaks may be control characters.", code="invalid_instructions")
     if not text.strip():
         raise InvalidInput("text: must not be blank.", code="invalid_instructions")

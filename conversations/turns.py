@@ -40,7 +40,7 @@ from conversations.signals import turn_ended as turn_ended_signal
 from conversations.titles import conversation_title_from_text
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.rows import rows_insert, rows_update
-from flarebot.core.text import utf16_length
+from flarebot.core.text import line_breaks_normalize, utf16_length
 from tools.activity import activities_interrupt
 
 MAX_TEXT_UTF16 = 32_000
@@ -59,7 +59,8 @@ INTERRUPTED_TOO_OFTEN = "The answer was interrupted repeatedly and was stopped. 
 
 
 def user_text_clean(text: str) -> str:
-    """Check a user message: 1-32,000 characters (UTF-16 code units), no NUL."""
+    """Check a user message (its line breaks made `\n`): 1-32,000 characters (UTF-16 code units), no NUL."""
+    text = line_breaks_normalize(text)
     if not 1 <= utf16_length(text) <= MAX_TEXT_UTF16:
         raise InvalidInput(f"text: must be 1-{MAX_TEXT_UTF16} characters.", code="invalid_text")
     if "\x00" in text:
@@ -116,7 +117,7 @@ def turn_submit_unpublished(
     The conversation moves to the top of the list; its first turn titles it, unless the
     owner named it (both in the statement that reserves the turn).
     """
-    user_text_clean(text)
+    text = user_text_clean(text)
     now = timezone.now()
     title = conversation_title_from_text(text)
     turn = {"id": uuid.uuid4(), "conversation_id": conversation_id, "request_id": request_id}

@@ -17,7 +17,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from flarebot.core.text import has_control_characters, has_disguising_characters, has_lone_surrogates, utf16_length
+from flarebot.core.text import (
+    has_control_characters,
+    has_disguising_characters,
+    has_lone_surrogates,
+    line_breaks_normalize,
+    utf16_length,
+)
 from memory.errors import FactConflict, FactInvalid, FactNotFound, FactTooLong, MemoryFull, WriteAbandoned
 from memory.models import Fact, FactState
 from memory.rows import facts_add_lock
@@ -36,8 +42,9 @@ def _always() -> bool:
     return True
 
 
-def fact_content_check(content: str) -> None:
-    """Refuse text that may not be a fact's, before anything is written."""
+def fact_content_clean(content: str) -> str:
+    """Return a fact's text with its line breaks as `\n`, or refuse it before anything is written."""
+    content = line_breaks_normalize(content)
     if has_lone_surrogates(content):
         raise FactInvalid("content: not valid text (a lone UTF-16 surrogate).")
     if has_control_characters(content, allow="\n\t"):
@@ -48,6 +55,7 @@ def fact_content_check(content: str) -> None:
         raise FactInvalid("content: must not be blank.")
     if utf16_length(content) > MAX_CONTENT:
         raise FactTooLong(f"content: at most {MAX_CONTENT:,} characters (UTF-16 code units).")
+    return content
 
 
 def remember_id(*, conversation_id: uuid.UUID, tool_call_id: str) -> uuid.UUID:
@@ -71,7 +79,7 @@ def _add(*, fact_id: uuid.UUID | None, content: str) -> Fact:
 
 def fact_create(*, content: str) -> Fact:
     """Add a fact (the owner's)."""
-    fact_content_check(content)
+    content = fact_content_clean(content)
     with transaction.atomic():
         facts_add_lock()
         return _add(fact_id=None, content=content)
@@ -83,7 +91,7 @@ def fact_remember(*, fact_id: uuid.UUID, content: str, proceed: Proceed = _alway
     A replay finds the fact it made, or its tombstone, and writes nothing: a deleted fact
     never comes back.
     """
-    fact_content_check(content)
+    content = fact_content_clean(content)
     with transaction.atomic():
         facts_add_lock()
         existing = Fact.objects.filter(id=fact_id).first()
@@ -106,7 +114,7 @@ def _stale(fact_id: uuid.UUID, version: int) -> FactConflict | None:
 
 def fact_update(*, fact_id: uuid.UUID, content: str, version: int, proceed: Proceed = _always) -> Fact:
     """Replace an active fact's text if it is still at `version`; never creates a fact."""
-    fact_content_check(content)
+    content = fact_content_clean(content)
     with transaction.atomic():
         _check_proceed(proceed)
         # One conditional UPDATE decides: of two edits based on the same version, the

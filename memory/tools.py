@@ -145,7 +145,7 @@ async def _tool_write(tool: str, context: ToolContext, data: dict[str, Any]) -> 
     if await db(context.untrusted_read)():
         if "content" in data:
             try:
-                services.fact_content_check(data["content"])
+                services.fact_content_clean(data["content"])
             except FlarebotError as error:
                 return _refused(error)
         readback = await db(_readback)(tool, data)

@@ -25,7 +25,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations.models import Conversation, ConversationState
-from flarebot.core.text import has_control_characters, has_disguising_characters, has_lone_surrogates, utf16_length
+from flarebot.core.text import (
+    has_control_characters,
+    has_disguising_characters,
+    has_lone_surrogates,
+    line_breaks_normalize,
+    utf16_length,
+)
 from tasks.arming import schedule_arm, schedule_disarm
 from tasks.errors import ConversationNotFound, TaskConflict, TaskIdConflict, TaskInvalid, TaskNotFound, TasksFull
 from tasks.models import ScheduleKind, Task, TaskState
@@ -62,6 +68,7 @@ def name_clean(raw: str) -> str:
 
 def instructions_clean(raw: str) -> str:
     """Check a task's instructions: 1-8,000 UTF-16 code units, tabs and line breaks the only controls."""
+    raw = line_breaks_normalize(raw)
     if utf16_length(raw) > INSTRUCTIONS_MAX:
         raise TaskInvalid(f"instructions: at most {INSTRUCTIONS_MAX:,} characters (UTF-16 code units).")
     if has_control_characters(raw, allow="\n\t") or has_lone_surrogates(raw):

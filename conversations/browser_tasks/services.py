@@ -53,7 +53,7 @@ from conversations.models import (
     ProposalState,
 )
 from flarebot.core.errors import Conflict, InvalidInput, NotFound
-from flarebot.core.text import has_control_characters, utf16_length
+from flarebot.core.text import has_control_characters, line_breaks_normalize, utf16_length
 from tools.network.policy import Refused, url_check
 from tools.web.leases import browser_lease_holder, browser_lease_wake_request
 
@@ -86,7 +86,7 @@ def task_run_enqueue(task_id: uuid.UUID, *, countdown: float = 0.0) -> None:
 def _text_problem(text: str, *, limit: int, what: str) -> str | None:
     if not 1 <= utf16_length(text) <= limit:
         return f"{what} must be 1-{limit:,} characters."
-    if has_control_characters(text, allow="\r\n\t"):
+    if has_control_characters(text, allow="\n\t"):
         return f"{what} must not contain control characters."
     if not text.strip():
         return f"{what} must not be blank."
@@ -126,6 +126,7 @@ def browser_task_propose(
 
     A replayed call (same turn and tool call) returns the proposal it stored.
     """
+    goal, restrictions = line_breaks_normalize(goal), [line_breaks_normalize(r) for r in restrictions]
     problem = proposal_problem(goal=goal, start_url=start_url, restrictions=restrictions)
     if problem is not None:
         raise InvalidInput(problem, code="invalid_proposal")
@@ -222,6 +223,10 @@ class Reply:
     response: str | None = None
     consent: bool | None = None
     approve: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.response is not None:
+            object.__setattr__(self, "response", line_breaks_normalize(self.response))
 
 
 def _point_id(raw: str) -> uuid.UUID | None:

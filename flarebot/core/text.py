@@ -40,6 +40,16 @@ def has_lone_surrogates(text: str) -> bool:
     return not text.isascii() and _LONE_SURROGATE.search(text) is not None
 
 
+def line_breaks_normalize(text: str) -> str:
+    """Return text with every line break as `\n` (`\r\n` and a lone `\r` as well).
+
+    The one rule for line breaks, applied wherever the owner's or the model's text enters
+    (messages, facts, task and owner instructions, browser-task replies), before limits are
+    counted and control characters checked: a Windows or old-Mac line break is a line break.
+    """
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def has_control_characters(text: str, *, allow: str = "") -> bool:
     """Return whether text holds a control character (Unicode category Cc) not in allow."""
     return any(unicodedata.category(ch) == "Cc" and ch not in allow for ch in text)

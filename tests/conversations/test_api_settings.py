@@ -419,10 +419,11 @@ def test_it_shows_the_default_instructions(owner_client):
     assert "Flarebot" in body["default"]
 
 
-def test_it_keeps_custom_instructions_exactly(owner_client):
-    text = "  Answer in French.\tAlways.\nUse metric units.\r\nSign off with 🌞  \n\n"
+def test_it_keeps_custom_instructions_exactly_but_for_their_line_breaks(owner_client):
+    sent = "  Answer in French.\tAlways.\nUse metric units.\r\nSign off with 🌞  \n\n"
+    text = "  Answer in French.\tAlways.\nUse metric units.\nSign off with 🌞  \n\n"
 
-    response = put(owner_client, INSTRUCTIONS, {"text": text})
+    response = put(owner_client, INSTRUCTIONS, {"text": sent})
 
     assert response.status_code == 200, response.content
     assert response["Cache-Control"] == "no-store"
@@ -462,8 +463,8 @@ def test_it_accepts_instructions_of_up_to_16000_utf16_units(owner_client, text):
     response = put(owner_client, INSTRUCTIONS, {"text": text})
 
     assert response.status_code == 200, response.content[:300]
-    assert response.json()["effective"] == text
-    assert InstructionOverride.objects.get().text == text
+    assert response.json()["effective"] == text.replace("\r\n", "\n")
+    assert InstructionOverride.objects.get().text == text.replace("\r\n", "\n")
 
 
 @pytest.mark.parametrize("text", ["a" * 16_001, "😀" * 8_000 + "a", "a" * 15_999 + "😀", "😀" * 8_001])

@@ -56,12 +56,11 @@ def test_it_keeps_tabs_and_line_breaks_as_given():
         (" \n\t\u3000 ", "must not be blank"),
         ("a\x00b", "only tabs and line breaks may be control characters"),
         ("ring the \x07 bell", "only tabs and line breaks may be control characters"),
-        ("windows line\r\nbreak", "only tabs and line breaks may be control characters"),
         ("escape \x1b[31m red", "only tabs and line breaks may be control characters"),
         ("C1 \x85 next line", "only tabs and line breaks may be control characters"),
         ("half a pair \ud83d", "lone UTF-16 surrogate"),
     ],
-    ids=["empty", "blank", "nul", "bell", "carriage-return", "escape", "c1-control", "lone-surrogate"],
+    ids=["empty", "blank", "nul", "bell", "escape", "c1-control", "lone-surrogate"],
 )
 def test_it_refuses_invalid_text_and_writes_nothing(content, why):
     services.fact_create(content="Already here.")
