@@ -356,6 +356,19 @@ def turns_lease_over(*, turn_ids: Sequence[uuid.UUID], now: datetime) -> set[uui
         return {from_db(t, "id", row[0]) for row in cursor.fetchall()}
 
 
+def turns_held(*, conversation_id: uuid.UUID, now: datetime) -> bool:
+    """Whether a live attempt holds some turn of the conversation (a running one whose lease is not over)."""
+    t = Turn
+    over, params = _lease_over_sql("t", now)
+    sql = (
+        f"SELECT 1 FROM {table(t)} t WHERE t.{column(t, 'conversation')} = %s"  # noqa: S608
+        f" AND t.{column(t, 'status')} = %s AND NOT {over} LIMIT 1"
+    )
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(sql, [to_db(t, "conversation", conversation_id), TurnStatus.RUNNING.value, *params])
+        return cursor.fetchone() is not None
+
+
 def turn_lease_set(*, turn_id: uuid.UUID, lease_token: str, expires_at: datetime | None) -> bool:
     """Move the end of a lease this attempt holds (None releases it now); False if it no longer holds it."""
     t = Turn

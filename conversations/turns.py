@@ -10,7 +10,6 @@ SQL in `conversations.sql`. A duplicate delivery that finds a live lease leaves 
 from __future__ import annotations
 
 import secrets
-import time
 import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -41,6 +40,7 @@ from conversations.titles import conversation_title_from_text
 from flarebot.core.errors import InvalidInput, NotFound
 from flarebot.core.rows import rows_insert, rows_update
 from flarebot.core.text import utf16_length
+from flarebot.core.waiting import wait_until
 from tools.activity import activities_interrupt
 
 MAX_TEXT_UTF16 = 32_000
@@ -273,16 +273,7 @@ def turns_stop_for_deletion(*, conversation_id: uuid.UUID) -> None:
 
 def turns_wait_stopped(*, conversation_id: uuid.UUID, timeout: float) -> bool:
     """Wait until no live attempt runs a turn of the conversation; False if one still did at `timeout`."""
-    give_up = time.monotonic() + timeout
-    while True:
-        running = Turn.objects.filter(
-            conversation_id=conversation_id, status=TurnStatus.RUNNING, lease_expires_at__gt=timezone.now()
-        )
-        if not running.exists():
-            return True
-        if time.monotonic() >= give_up:
-            return False
-        time.sleep(0.1)
+    return wait_until(lambda: not sql.turns_held(conversation_id=conversation_id, now=timezone.now()), timeout=timeout)
 
 
 @dataclass(frozen=True)

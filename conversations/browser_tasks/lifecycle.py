@@ -1,10 +1,11 @@
 """The durable lifecycle of a browser task: claim, steps, pause, end, projection, reconciliation.
 
 Who runs a task is decided in one place, `browser_task_claim`: a conditional update that
-takes a running task no live attempt holds (its lease is empty or ran out) of an active
-conversation. Every later write of the attempt names its lease token, so an attempt that
-lost its lease changes nothing (`LeaseLost`). A pause releases the lease: the worker slot
-is free while the owner thinks, and the answer makes the task claimable again.
+takes a running task of an active conversation that no live attempt holds (`lease_over`,
+the one predicate of ownership: its lease time is empty or ran out). Every later write of
+the attempt names its lease token, so an attempt that lost its lease changes nothing
+(`LeaseLost`). A pause releases the lease: the worker slot is free while the owner thinks,
+and the answer makes the task claimable again.
 
 The end of a task is three steps, each committed on its own: the terminal outcome (status,
 summary, the `browser_task.finished` event, the checkpoint erased), then its projection
@@ -18,15 +19,14 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import time
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from conversations.engine.cancel_bus import publish_cancel
@@ -55,6 +55,7 @@ from conversations.models import (
 )
 from flarebot.core.crypto import DecryptionFailed, seal, unseal
 from flarebot.core.installation import installation_get_verified
+from flarebot.core.waiting import wait_until
 from tools.activity import Activity, activity_from_row, activity_progress, activity_store, safe_text
 from tools.browser_tasks.guard import request_signature
 from tools.models import ActivityStatus, ToolActivity
@@ -96,9 +97,20 @@ def _publish_after_commit(conversation_id: uuid.UUID, frames: list[EventFrame]) 
     transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
 
 
-def lease_live(task: BrowserTask) -> bool:
-    """Whether some attempt holds the task right now (the one predicate of ownership)."""
-    return task.lease_expires_at is not None and task.lease_expires_at > timezone.now() and bool(task.lease_token)
+def lease_over(now: datetime) -> Q:
+    """No attempt holds the task at `now`: it has no lease time (never claimed, paused, ended) or the time ran out.
+
+    The one predicate of a task's ownership: a claim takes a task only where it holds and
+    reconciliation enqueues those again; cancel and deletion take a running task where it
+    does not hold as one that a worker runs. A released lease (`browser_task_lease_release`)
+    keeps its time without a token, so nobody claims the task before then.
+    """
+    return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now)
+
+
+def browser_tasks_held(tasks: QuerySet[BrowserTask]) -> bool:
+    """Whether a live lease holds any of these running tasks right now."""
+    return tasks.filter(status=BrowserTaskStatus.RUNNING).exclude(lease_over(timezone.now())).exists()
 
 
 def card_id(task_id: uuid.UUID) -> str:
@@ -201,7 +213,7 @@ def browser_task_claim(*, task_id: uuid.UUID) -> TaskClaim | None:
                 status=BrowserTaskStatus.RUNNING,
                 conversation_id__in=Conversation.objects.filter(state=ConversationState.ACTIVE).values("id"),
             )
-            .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+            .filter(lease_over(now))
             .update(lease_token=token, lease_expires_at=now + LEASE, attempts=F("attempts") + 1)
         )
         if claimed != 1:
@@ -536,9 +548,11 @@ def browser_tasks_reconcile() -> int:
     from conversations.browser_tasks.services import task_run_enqueue
 
     now = timezone.now()
+    # A task never claimed has no lease time: it is taken again once it waited a moment.
     stale = (
         BrowserTask.objects.filter(status=BrowserTaskStatus.RUNNING)
-        .filter(Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, updated_at__lt=now - STALE_UNCLAIMED))
+        .filter(lease_over(now))
+        .filter(Q(lease_expires_at__isnull=False) | Q(updated_at__lt=now - STALE_UNCLAIMED))
         .values_list("id", flat=True)[:RECONCILE_BATCH]
     )
     ids = list(stale)
@@ -565,15 +579,8 @@ def browser_tasks_stop_for_deletion(*, conversation_id: uuid.UUID, timeout: floa
     BrowserTask.objects.filter(id__in=unfinished).update(cancel_requested=True)
     for task_id in unfinished:
         publish_cancel(task_id)
-    give_up = time.monotonic() + timeout
-    stopped = True
-    while BrowserTask.objects.filter(
-        conversation_id=conversation_id, status=BrowserTaskStatus.RUNNING, lease_expires_at__gt=timezone.now()
-    ).exists():
-        if time.monotonic() >= give_up:
-            stopped = False
-            break
-        time.sleep(0.1)
+    tasks = BrowserTask.objects.filter(conversation_id=conversation_id)
+    stopped = wait_until(lambda: not browser_tasks_held(tasks), timeout=timeout)
     for task_id in unfinished:
         with transaction.atomic():
             task = (

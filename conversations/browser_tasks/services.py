@@ -308,7 +308,8 @@ def browser_task_cancel(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
         if task is None:
             return None
         BrowserTask.objects.filter(id=task.id).update(cancel_requested=True)
-        if task.status == BrowserTaskStatus.PAUSED or not lifecycle.lease_live(task):
+        held = lifecycle.browser_tasks_held(BrowserTask.objects.filter(id=task.id))
+        if task.status == BrowserTaskStatus.PAUSED or not held:
             lifecycle.task_end_locked(task, BrowserTaskStatus.CANCELLED, lifecycle.CANCELLED_SUMMARY)
             return task.id
     publish_cancel(task.id)  # its worker stops it between two actions
