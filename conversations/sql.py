@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from conversations.events import EventKind, turn_started_data
 from conversations.models import (
+    TURN_MESSAGES,
     Conversation,
     ConversationState,
     Event,
@@ -48,29 +49,30 @@ from flarebot.core.rows import (
 
 
 def conversation_reserve_turn(
-    *, conversation_id: uuid.UUID, request_id: uuid.UUID, title: str, now: datetime
+    *, conversation_id: uuid.UUID, request_id: uuid.UUID, title: str, now: datetime, events: int = 1
 ) -> tuple[int, int] | None:
-    """Take the next turn ordinal and one event sequence of an active conversation.
+    """Take the next turn ordinal and `events` event sequences of an active conversation.
 
-    The same statement moves the conversation to the top of the list (`updated_at` is
-    `now`) and, when this is its first turn and the owner never named it, names it
-    `title`. Returns (ordinal, sequence), or None when the conversation is not active or
-    already has a turn for this request. Locks the conversation row until commit.
+    The one allocator of turn ordinals. The same statement moves the conversation to the
+    top of the list (`updated_at` is `now`) and, when this is its first turn and the owner
+    never named it, names it `title`. Returns (ordinal, first sequence), or None when the
+    conversation is not active or already has a turn for this request. Locks the
+    conversation row until commit.
     """
     with transaction.get_connection().cursor() as cursor:
-        cursor.execute(_reserve_sql(), _reserve_params(conversation_id, request_id, title, now))
+        cursor.execute(_reserve_sql(events), _reserve_params(conversation_id, request_id, title, now))
         row = cursor.fetchone()
-    return (int(row[0]), int(row[1])) if row else None
+    return (int(row[0]), sequence_first(int(row[1]), events)) if row else None
 
 
 @cache
-def _reserve_sql() -> str:
+def _reserve_sql(events: int = 1) -> str:
     c, t = Conversation, Turn
     ordinal, name = column(c, "last_turn_ordinal"), column(c, "name")
     # SET expressions read the row as it was: an ordinal of 0 means no turn yet.
     return (
         f"UPDATE {table(c)} SET {ordinal} = {ordinal} + 1,"  # noqa: S608
-        f" {column(c, 'last_sequence')} = {column(c, 'last_sequence')} + 1,"
+        f" {_sequences_advance_sql(str(int(events)))},"
         f" {name} = CASE WHEN NOT {column(c, 'name_is_custom')} AND {ordinal} = 0 THEN %s ELSE {name} END,"
         f" {column(c, 'updated_at')} = %s"
         f" WHERE {column(c, 'id')} = %s AND {column(c, 'state')} = %s AND NOT EXISTS ("
@@ -110,7 +112,8 @@ def turn_submit_in_one(
     Returns (ordinal, sequence), or None when nothing was reserved (nor inserted).
     """
     turn_sql, turn_params, _ = insert_from_sql(Turn, turn, {"ordinal": "r.ordinal"}, "r")
-    message_sql, message_params, _ = insert_from_sql(Message, message, {"ordinal": "2 * r.ordinal"}, "r")
+    # The user message's place, `models.user_message_ordinal`, in SQL.
+    message_sql, message_params, _ = insert_from_sql(Message, message, {"ordinal": f"{TURN_MESSAGES} * r.ordinal"}, "r")
     event_sql, event_params, _ = insert_from_sql(Event, event, {"sequence": "r.sequence"}, "r")
     sql = (
         f"WITH r(ordinal, sequence) AS ({_reserve_sql()}), t AS ({turn_sql}), m AS ({message_sql}),"  # noqa: S608
@@ -480,7 +483,23 @@ def sequences_allocate(*, conversation_id: uuid.UUID, count: int) -> int:
         row = cursor.fetchone()
     if row is None:
         raise Conversation.DoesNotExist(conversation_id)
-    return int(row[0]) - count + 1
+    return sequence_first(int(row[0]), count)
+
+
+def sequence_first(last: int, count: int) -> int:
+    """The first of `count` sequences an allocation reserved, from the last one it returned."""
+    return last - count + 1
+
+
+def _sequences_advance_sql(count: str, *, qualified: bool = False) -> str:
+    """The allocator's assignment, in every statement that reserves sequences: `last_sequence` moves on by `count`.
+
+    `qualified` names the column by its table, for a statement whose FROM may have a column
+    of the same name.
+    """
+    c = Conversation
+    last = column(c, "last_sequence")
+    return f"{last} = {table(c)}.{last} + {count}" if qualified else f"{last} = {last} + {count}"
 
 
 @cache
@@ -506,7 +525,7 @@ def sequences_allocate_sql(
     source_sql = f" FROM {source}" if source else ""
     extra = "".join(f", {expression}" for expression in returning)
     return (
-        f"UPDATE {name} SET {last} = {name}.{last} + {count}{source_sql}"  # noqa: S608
+        f"UPDATE {name} SET {_sequences_advance_sql(count, qualified=True)}{source_sql}"  # noqa: S608
         f" WHERE {name}.{column(c, 'id')} = {conversation}{guard} RETURNING {name}.{last}{extra}"
     )
 
@@ -545,7 +564,7 @@ def message_parts_store(
             allocate = sequences_allocate_params(conversation_id=conversation_id, count=events)
             cursor.execute(message_parts_store_and_allocate_sql(), [*owned, *allocate])
             row = cursor.fetchone()
-        return None if row is None else int(row[0]) - events + 1
+        return None if row is None else sequence_first(int(row[0]), events)
     with connection.cursor() as cursor:
         cursor.execute(message_parts_store_sql(), owned)
         if cursor.rowcount != 1:

@@ -32,6 +32,7 @@ from conversations.models import (
     MessageRole,
     Turn,
     TurnStatus,
+    user_message_ordinal,
 )
 from conversations.search import search_index_turn
 from conversations.serializers import message_json
@@ -156,7 +157,7 @@ def turn_submit_unpublished(
                 )
                 if reserved is not None:
                     rows_insert(Turn, [{**turn, "ordinal": reserved[0]}])
-                    rows_insert(Message, [{**message, "ordinal": 2 * reserved[0]}])
+                    rows_insert(Message, [{**message, "ordinal": user_message_ordinal(reserved[0])}])
                     rows_insert(Event, [{**event, "sequence": reserved[1]}])
         if reserved is None:
             return _submitted_before(conversation_id=conversation_id, request_id=request_id)

@@ -29,8 +29,9 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
+from conversations import sql
 from conversations.engine.cancel_bus import publish_cancel
-from conversations.eventlog import EventFrame, events_append, events_publish_sync
+from conversations.eventlog import EventFrame, events_append, events_insert, events_publish_sync
 from conversations.events import (
     EventKind,
     NewEvent,
@@ -52,7 +53,9 @@ from conversations.models import (
     MessageRole,
     Turn,
     TurnStatus,
+    answer_ordinal,
 )
+from conversations.titles import DEFAULT_NAME
 from flarebot.core.crypto import DecryptionFailed, seal, unseal
 from flarebot.core.installation import installation_get_verified
 from flarebot.core.waiting import wait_until
@@ -509,14 +512,22 @@ def browser_task_project(*, task_id: uuid.UUID) -> bool:
         if task is None:
             return False
         now = timezone.now()
-        reserved = Conversation.objects.filter(id=task.conversation_id, state=ConversationState.ACTIVE).update(
-            last_turn_ordinal=F("last_turn_ordinal") + 1, updated_at=now
+        turn_id = uuid.uuid4()
+        parts = [{"type": "text", "text": projection_text(task.status, task.outcome_summary)}]
+        events = [message_replaced(turn_id, parts=parts), turn_ended(turn_id, status=TurnStatus.COMPLETED)]
+        # The task was proposed in a turn of this conversation, so this is never its first
+        # turn and never titles it (an untitled conversation's name is DEFAULT_NAME anyway).
+        reserved = sql.conversation_reserve_turn(
+            conversation_id=task.conversation_id,
+            request_id=uuid.uuid5(PROJECTION_NAMESPACE, str(task.id)),
+            title=DEFAULT_NAME,
+            now=now,
+            events=len(events),
         )
-        if reserved:
-            ordinal = Conversation.objects.filter(id=task.conversation_id).values_list("last_turn_ordinal", flat=True)[
-                0
-            ]
+        if reserved is not None:
+            ordinal, first = reserved
             turn = Turn.objects.create(
+                id=turn_id,
                 conversation_id=task.conversation_id,
                 ordinal=ordinal,
                 request_id=uuid.uuid5(PROJECTION_NAMESPACE, str(task.id)),
@@ -524,18 +535,14 @@ def browser_task_project(*, task_id: uuid.UUID) -> bool:
                 started_at=now,
                 finished_at=now,
             )
-            parts = [{"type": "text", "text": projection_text(task.status, task.outcome_summary)}]
             Message.objects.create(
                 conversation_id=task.conversation_id,
                 turn=turn,
                 role=MessageRole.ASSISTANT,
-                ordinal=2 * ordinal + 1,
+                ordinal=answer_ordinal(ordinal),
                 parts=parts,
             )
-            events = [message_replaced(turn.id, parts=parts), turn_ended(turn.id, status=TurnStatus.COMPLETED)]
-            _publish_after_commit(
-                task.conversation_id, events_append(conversation_id=task.conversation_id, events=events)
-            )
+            _publish_after_commit(task.conversation_id, events_insert([(task.conversation_id, first, events)]))
         BrowserTask.objects.filter(id=task_id).update(projected_at=now)
     return True
 
