@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from conversations.events import EventKind, turn_started_data
@@ -34,6 +35,7 @@ from conversations.models import (
     SearchEntry,
     Turn,
     TurnStatus,
+    user_message_ordinal,
 )
 from flarebot.core.models import Installation
 from flarebot.core.rows import (
@@ -104,12 +106,10 @@ def turn_submit_in_one(
     message: dict[str, Any],
     event: dict[str, Any],
 ) -> tuple[int, int] | None:
-    """PostgreSQL: reserve the ordinal and sequence and insert the three rows in one statement.
+    """PostgreSQL: `turn_submit` in one statement.
 
     The same as `conversation_reserve_turn` followed by the three inserts (what SQLite
-    does), in one round trip: every message the owner sends takes this path. The rows
-    come complete but for the turn's and message's ordinals and the event's sequence.
-    Returns (ordinal, sequence), or None when nothing was reserved (nor inserted).
+    does), in one round trip: every message the owner sends takes this path.
     """
     turn_sql, turn_params, _ = insert_from_sql(Turn, turn, {"ordinal": "r.ordinal"}, "r")
     # The user message's place, `models.user_message_ordinal`, in SQL.
@@ -125,6 +125,71 @@ def turn_submit_in_one(
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return (int(row[0]), int(row[1])) if row else None
+
+
+def turn_submit(
+    *,
+    conversation_id: uuid.UUID,
+    request_id: uuid.UUID,
+    title: str,
+    now: datetime,
+    turn: dict[str, Any],
+    message: dict[str, Any],
+    event: dict[str, Any],
+) -> tuple[int, int] | None:
+    """Reserve a turn's ordinal and sequence and insert its turn, user message and `turn.queued` event.
+
+    The rows come complete but for the turn's and message's ordinals and the event's
+    sequence. Returns (ordinal, sequence), or None when nothing was reserved (nor
+    inserted). A raced duplicate of the request raises IntegrityError and leaves the
+    caller's transaction usable.
+    """
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        # One statement reserves and inserts, a transaction by itself: BEGIN and COMMIT
+        # around it would be two more round trips for every message sent. In a caller's
+        # transaction it takes a savepoint, so that a raced duplicate leaves it usable.
+        with transaction.atomic() if connection.in_atomic_block else nullcontext():
+            return turn_submit_in_one(
+                conversation_id=conversation_id,
+                request_id=request_id,
+                title=title,
+                now=now,
+                turn=turn,
+                message=message,
+                event=event,
+            )
+    with transaction.atomic():
+        reserved = conversation_reserve_turn(
+            conversation_id=conversation_id, request_id=request_id, title=title, now=now
+        )
+        if reserved is not None:
+            ordinal, sequence = reserved
+            rows_insert(Turn, [{**turn, "ordinal": ordinal}])
+            rows_insert(Message, [{**message, "ordinal": user_message_ordinal(ordinal)}])
+            rows_insert(Event, [{**event, "sequence": sequence}])
+    return reserved
+
+
+def turn_end_set(*, turn_id: uuid.UUID, status: str, code: str, message: str, now: datetime) -> None:
+    """Store a locked turn's terminal status and error, and let its lease go."""
+    rows_update(
+        Turn,
+        {"id": turn_id},
+        {
+            "status": status,
+            "error_code": code,
+            "error_message": message,
+            "finished_at": now,
+            "lease_token": "",
+            "lease_expires_at": None,
+        },
+    )
+
+
+def turn_steps_set(*, turn_id: uuid.UUID, lease_token: str, steps: int) -> None:
+    """Store how many model steps of the answer this lease completed."""
+    rows_update(Turn, {"id": turn_id, "lease_token": lease_token}, {"steps": steps})
 
 
 # The rules of who may run a turn, as SQL conditions over a turn row aliased `alias`;
@@ -658,9 +723,33 @@ def _turn_settings_sql(providers: int) -> str:
 
 
 def synchronous_commit_off_for_transaction() -> None:
-    """PostgreSQL: let this transaction commit without waiting for its WAL flush (batcher.py says why)."""
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+    """PostgreSQL: let this transaction commit without waiting for its WAL flush (batcher.py says why).
+
+    Elsewhere nothing: SQLite commits as its settings say.
+    """
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+# The engine loop's own PostgreSQL connection for `stream_batch_sql` (engine/stream_store.py).
+
+# Settings Django passes to psycopg that only Django's own (synchronous) cursors understand.
+_DJANGO_ONLY_PARAMS = ("cursor_factory", "context")
+# Its sessions commit without waiting for the WAL flush, as the threaded path's transactions.
+STREAM_SESSION_SETUP = "SET synchronous_commit TO off"
+
+
+def stream_connection_params() -> dict[str, Any] | None:
+    """The psycopg settings of a connection to the configured database if it is PostgreSQL; None otherwise."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor != "postgresql":
+        return None
+    params = connection.get_connection_params()
+    for name in _DJANGO_ONLY_PARAMS:
+        params.pop(name, None)
+    return params
 
 
 # Conversation search (the index is the migration's `0006_search_index`).

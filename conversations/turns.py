@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,19 +26,16 @@ from conversations.events import EventKind, activity_events, turn_ended, turn_qu
 from conversations.models import (
     Conversation,
     ConversationState,
-    Event,
     Message,
     MessageRole,
     Turn,
     TurnStatus,
-    user_message_ordinal,
 )
 from conversations.search import search_index_turn
 from conversations.serializers import message_json
 from conversations.signals import turn_ended as turn_ended_signal
 from conversations.titles import conversation_title_from_text
 from flarebot.core.errors import InvalidInput, NotFound
-from flarebot.core.rows import rows_insert, rows_update
 from flarebot.core.text import utf16_length
 from flarebot.core.waiting import wait_until
 from tools.activity import activities_interrupt
@@ -134,31 +130,16 @@ def turn_submit_unpublished(
     }
     queued = turn_queued_data(request_id=request_id, message=message_json(Message(**message)))
     event = {"conversation_id": conversation_id, "kind": EventKind.TURN_QUEUED, "turn_id": turn["id"], "data": queued}
-    connection = transaction.get_connection()
     try:
-        if connection.vendor == "postgresql":
-            # One statement reserves and inserts, a transaction by itself: BEGIN and COMMIT
-            # around it would be two more round trips for every message sent. In a caller's
-            # transaction it takes a savepoint, so that a raced duplicate leaves it usable.
-            with transaction.atomic() if connection.in_atomic_block else nullcontext():
-                reserved = sql.turn_submit_in_one(
-                    conversation_id=conversation_id,
-                    request_id=request_id,
-                    title=title,
-                    now=now,
-                    turn=turn,
-                    message=message,
-                    event=event,
-                )
-        else:
-            with transaction.atomic():
-                reserved = sql.conversation_reserve_turn(
-                    conversation_id=conversation_id, request_id=request_id, title=title, now=now
-                )
-                if reserved is not None:
-                    rows_insert(Turn, [{**turn, "ordinal": reserved[0]}])
-                    rows_insert(Message, [{**message, "ordinal": user_message_ordinal(reserved[0])}])
-                    rows_insert(Event, [{**event, "sequence": reserved[1]}])
+        reserved = sql.turn_submit(
+            conversation_id=conversation_id,
+            request_id=request_id,
+            title=title,
+            now=now,
+            turn=turn,
+            message=message,
+            event=event,
+        )
         if reserved is None:
             return _submitted_before(conversation_id=conversation_id, request_id=request_id)
         ordinal, sequence = reserved
@@ -181,19 +162,7 @@ def _submitted_before(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> S
 
 def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> list[EventFrame]:
     """Move a locked turn to a terminal status and append its closing event."""
-    now = timezone.now()
-    rows_update(
-        Turn,
-        {"id": turn.id},
-        {
-            "status": status,
-            "error_code": code,
-            "error_message": message,
-            "finished_at": now,
-            "lease_token": "",
-            "lease_expires_at": None,
-        },
-    )
+    sql.turn_end_set(turn_id=turn.id, status=status, code=code, message=message, now=timezone.now())
     search_index_turn(turn_id=turn.id, conversation_id=turn.conversation_id)
     # Calls still open now were cut off by a crash the turn did not recover from.
     settled = activity_events(turn.id, activities_interrupt(turn_id=turn.id))
@@ -379,7 +348,7 @@ def turn_progress_record(*, claim: Claim) -> None:
 
 def turn_step_record(*, claim: Claim, steps: int) -> None:
     """Store how many model steps of the answer are complete (a retried attempt resumes after them)."""
-    rows_update(Turn, {"id": claim.turn_id, "lease_token": claim.lease_token}, {"steps": steps})
+    sql.turn_steps_set(turn_id=claim.turn_id, lease_token=claim.lease_token, steps=steps)
 
 
 def turns_reconcile() -> int:

@@ -17,14 +17,16 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from flarebot.core.rows import transaction_lock
 from flarebot.core.text import has_control_characters, has_disguising_characters, has_lone_surrogates, utf16_length
 from memory.errors import FactConflict, FactInvalid, FactNotFound, FactTooLong, MemoryFull, WriteAbandoned
 from memory.models import Fact, FactState
-from memory.rows import facts_add_lock
 from memory.selectors import fact_view
 
 MAX_FACTS = 200  # active facts; tombstones do not count
 MAX_CONTENT = 1_000  # UTF-16 code units, as browsers count
+# Held by every add until its transaction ends, so that the count under MAX_FACTS holds.
+FACTS_ADD_LOCK = "memory:facts-add"
 
 # The ids of facts that `remember` calls make: uuid5 of this namespace and "conversation:call".
 REMEMBER_NAMESPACE = uuid.UUID("5b0e3f4e-6a51-4f0b-9d55-0c7f2f6a1e2d")
@@ -73,7 +75,7 @@ def fact_create(*, content: str) -> Fact:
     """Add a fact (the owner's)."""
     fact_content_check(content)
     with transaction.atomic():
-        facts_add_lock()
+        transaction_lock(FACTS_ADD_LOCK)
         return _add(fact_id=None, content=content)
 
 
@@ -85,7 +87,7 @@ def fact_remember(*, fact_id: uuid.UUID, content: str, proceed: Proceed = _alway
     """
     fact_content_check(content)
     with transaction.atomic():
-        facts_add_lock()
+        transaction_lock(FACTS_ADD_LOCK)
         existing = Fact.objects.filter(id=fact_id).first()
         if existing is not None:
             return existing, False

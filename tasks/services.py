@@ -25,6 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations.models import Conversation, ConversationState
+from flarebot.core.rows import transaction_lock
 from flarebot.core.text import has_control_characters, has_disguising_characters, has_lone_surrogates, utf16_length
 from tasks.arming import schedule_arm, schedule_disarm
 from tasks.errors import ConversationNotFound, TaskConflict, TaskIdConflict, TaskInvalid, TaskNotFound, TasksFull
@@ -36,7 +37,8 @@ from tasks.selectors import task_view
 MAX_TASKS = 100  # active tasks; tombstones do not count
 NAME_MAX = 120  # UTF-16 code units
 INSTRUCTIONS_MAX = 8_000
-_ADD_LOCK_KEY = int.from_bytes(b"tasks", "big")
+# Held by every creation until its transaction ends, so that the count under MAX_TASKS holds.
+TASKS_ADD_LOCK = "tasks:tasks-add"
 
 
 @dataclass(frozen=True)
@@ -108,14 +110,6 @@ def _apply(task: Task, data: TaskInput) -> None:
     task.timezone = data.schedule.timezone if data.schedule.kind == "cron" else ""
 
 
-def _add_lock() -> None:
-    """Serialise creations until the caller's transaction ends, so the limit's count holds (SQLite: IMMEDIATE)."""
-    connection = transaction.get_connection()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADD_LOCK_KEY])
-
-
 def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID, data: TaskInput) -> tuple[Task, bool]:
     """Create a task under the client's id; return it and whether it is new.
 
@@ -125,7 +119,7 @@ def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID, data: TaskInp
     digest = _creation_hash(conversation_id, data)
     now = timezone.now()
     with transaction.atomic():
-        _add_lock()
+        transaction_lock(TASKS_ADD_LOCK)
         existing = Task.objects.select_for_update().filter(id=task_id).first()
         if existing is not None:
             if existing.state == TaskState.DELETED:

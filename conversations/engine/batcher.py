@@ -73,12 +73,11 @@ def _write_batch(writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
 def _write_batch_once(writes: list[StreamWrite], *, isolated: bool) -> list[list[EventFrame] | None]:
     firsts: list[int | None] = []
     with transaction.atomic():
-        if transaction.get_connection().vendor == "postgresql":
-            # Streamed text is written every 40 ms; waiting for each WAL flush would
-            # bound every stream by the disk's fsync latency. A PostgreSQL crash can lose
-            # the last fraction of a second of deltas (the turn is then recovered like
-            # any interrupted one); a worker crash loses nothing committed.
-            sql.synchronous_commit_off_for_transaction()
+        # Streamed text is written every 40 ms; waiting for each WAL flush would bound
+        # every stream by the disk's fsync latency. A PostgreSQL crash can lose the last
+        # fraction of a second of deltas (the turn is then recovered like any interrupted
+        # one); a worker crash loses nothing committed.
+        sql.synchronous_commit_off_for_transaction()
         for write in writes:
             if isolated:
                 try:
