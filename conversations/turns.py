@@ -19,8 +19,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations import sql
-from conversations.engine.cancel_bus import publish_cancel
-from conversations.engine.doorbell import doorbell_ring, durable_send_later
+from conversations.cancel_bus import publish_cancel
+from conversations.doorbell import doorbell_ring, durable_send_later
 from conversations.eventlog import EventFrame, event_frame_of, events_append, events_publish_sync
 from conversations.events import EventKind, activity_events, turn_ended, turn_queued_data, turn_started_data
 from conversations.models import (

@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from conversations import sql
-from conversations.engine.cancel_bus import publish_cancel
+from conversations.cancel_bus import publish_cancel
 from conversations.eventlog import EventFrame, events_append, events_insert, events_publish_sync
 from conversations.events import (
     EventKind,
@@ -77,6 +78,7 @@ CARD_KIND = "browser_task"
 CARD_LABEL = "Browser task"
 CANCELLED_SUMMARY = "The owner cancelled the browser task."
 INTERRUPTED_SUMMARY = "The browser task was interrupted repeatedly and was stopped."
+RUN_JOB = "conversations.jobs.browser_task_run"
 PROJECTION_NAMESPACE = uuid.UUID("0b5f6c1e-7d1c-4f55-9a1e-4a3f2b6d9c10")
 _CARD_STATUS = {
     BrowserTaskStatus.RUNNING: ActivityStatus.RUNNING,
@@ -550,10 +552,16 @@ def browser_task_project(*, task_id: uuid.UUID) -> bool:
 # --- recovery and deletion --------------------------------------------------------------
 
 
+def task_run_enqueue(task_id: uuid.UUID, *, countdown: float = 0.0) -> None:
+    """Send the durable job that runs (or resumes) a task; never raises (reconciliation retries)."""
+    try:
+        current_app.send_task(RUN_JOB, args=[str(task_id)], countdown=countdown or None)
+    except Exception:
+        logger.warning("could not enqueue browser task %s; reconciliation retries it", task_id, exc_info=True)
+
+
 def browser_tasks_reconcile() -> int:
     """Enqueue running tasks nobody holds (a dead worker, a lost job) and project unprojected outcomes."""
-    from conversations.browser_tasks.services import task_run_enqueue
-
     now = timezone.now()
     # A task never claimed has no lease time: it is taken again once it waited a moment.
     stale = (

@@ -50,7 +50,7 @@ from conversations.browser_tasks.lifecycle import (
     browser_task_storage_state,
 )
 from conversations.browser_tasks.model import SCHEMAS, action_digest, step_request
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import BrowserTaskStatus, CriticalPointKind
 from conversations.providers.base import ModelRequest, StreamEvent, ToolCall

@@ -22,16 +22,14 @@ The task's own lifecycle (claim, steps, pause, finish, projection) is in `lifecy
 
 from __future__ import annotations
 
-import logging
 import uuid
 from dataclasses import dataclass
 
-from celery import current_app
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations.browser_tasks import lifecycle
-from conversations.engine.cancel_bus import publish_cancel
+from conversations.cancel_bus import publish_cancel
 from conversations.eventlog import EventFrame, events_append, events_publish_sync
 from conversations.events import (
     NewEvent,
@@ -57,8 +55,6 @@ from flarebot.core.text import has_control_characters, utf16_length
 from tools.network.policy import Refused, url_check
 from tools.web.leases import browser_lease_holder, browser_lease_wake_request
 
-logger = logging.getLogger(__name__)
-
 GOAL_MAX = 2_000
 START_URL_MAX = 2_048
 RESTRICTIONS_MAX = 20
@@ -68,19 +64,10 @@ SIGN_IN_CONTINUE = "continue"
 # A reply to a task whose context another worker keeps: that worker is woken at once; this
 # job follows after a moment and takes over (closing that context first) if it did not.
 WAKE_FALLBACK_SECONDS = 3.0
-RUN_JOB = "conversations.jobs.browser_task_run"
 
 
 def _publish_after_commit(conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
     transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
-
-
-def task_run_enqueue(task_id: uuid.UUID, *, countdown: float = 0.0) -> None:
-    """Send the durable job that runs (or resumes) a task; never raises (reconciliation retries)."""
-    try:
-        current_app.send_task(RUN_JOB, args=[str(task_id)], countdown=countdown or None)
-    except Exception:
-        logger.warning("could not enqueue browser task %s; reconciliation retries it", task_id, exc_info=True)
 
 
 def _text_problem(text: str, *, limit: int, what: str) -> str | None:
@@ -195,7 +182,7 @@ def browser_task_start(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID) ->
             events: list[NewEvent] = [browser_task_started(task_id=task.id, proposal_id=proposal.id)]
             events += lifecycle.task_card_events(task, progress="Starting the browser")
             _publish_after_commit(conversation_id, events_append(conversation_id=conversation_id, events=events))
-            transaction.on_commit(lambda: task_run_enqueue(task.id))
+            transaction.on_commit(lambda: lifecycle.task_run_enqueue(task.id))
     except IntegrityError:
         # Another start of this conversation won the race for its one unfinished task.
         raise Conflict("Another browser task of this conversation is unfinished.", code="task_unfinished") from None
@@ -292,9 +279,9 @@ def _resume(task_id: uuid.UUID, context_lease_id: uuid.UUID | None) -> None:
     """Wake the worker that keeps the task's context, with the durable job as a fallback."""
     held = browser_lease_holder(lease_id=context_lease_id) if context_lease_id is not None else None
     if held is not None and held[0] == "open" and browser_lease_wake_request(lease_id=context_lease_id):  # type: ignore[arg-type]
-        task_run_enqueue(task_id, countdown=WAKE_FALLBACK_SECONDS)
+        lifecycle.task_run_enqueue(task_id, countdown=WAKE_FALLBACK_SECONDS)
     else:
-        task_run_enqueue(task_id)
+        lifecycle.task_run_enqueue(task_id)
 
 
 def browser_task_cancel(*, conversation_id: uuid.UUID) -> uuid.UUID | None:

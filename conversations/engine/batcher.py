@@ -10,34 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
 
 from django.db import DatabaseError, transaction
 
 from conversations import sql
 from conversations.engine.stream_store import StreamStore
+from conversations.engine.writes import StreamWrite
 from conversations.eventlog import EventFrame, events_insert
-from conversations.events import NewEvent
 from conversations.models import Conversation
 from flarebot.core.database import db
-from tools.activity import Activity, activity_store
+from tools.activity import activity_store
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StreamWrite:
-    conversation_id: uuid.UUID
-    turn_id: uuid.UUID
-    lease_token: str
-    message_id: uuid.UUID
-    parts: list[dict[str, Any]]
-    events: list[NewEvent]
-    activities: tuple[Activity, ...] = ()  # tool activity stored with the events announcing it
 
 
 def _write_one(write: StreamWrite) -> int | None:

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from django.utils import timezone
 
 from conversations import sql
+from conversations.engine.writes import StreamWrite
 from conversations.eventlog import EventFrame, event_frame_of
 from conversations.models import TurnStatus
-
-if TYPE_CHECKING:
-    from conversations.engine.batcher import StreamWrite
 
 logger = logging.getLogger(__name__)
 

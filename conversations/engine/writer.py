@@ -14,7 +14,8 @@ from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from conversations.engine.batcher import StreamWrite, write_batcher
+from conversations.engine.batcher import write_batcher
+from conversations.engine.writes import StreamWrite
 from conversations.eventlog import events_publish
 from conversations.events import NewEvent, text_delta
 from conversations.turns import Claim, turn_progress_record, turn_step_record

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from conversations.instructions import DEFAULT_INSTRUCTIONS
 from tests.support.engine import (
     ask,
