@@ -6,10 +6,10 @@ InvalidInput; the consumer answers with an error frame and changes nothing.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Literal, TypedDict
 
 from flarebot.core.errors import InvalidInput, TooLarge
+from flarebot.core.ids import uuid_parse
 from flarebot.core.json_input import JsonRefused, json_parse
 from tools.browser_tasks.inputs import owner_input_problem
 
@@ -120,9 +120,5 @@ def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> Clien
 
 
 def _require_uuid(value: str, name: str) -> None:
-    try:
-        canonical = str(uuid.UUID(value)) == value.lower()
-    except ValueError:
-        canonical = False
-    if not canonical:
+    if uuid_parse(value) is None:
         raise InvalidInput(f"Field {name} must be a UUID.", code="invalid_frame")

@@ -21,21 +21,26 @@ from django.utils import timezone
 from conversations import sql
 from conversations.cancel_bus import publish_cancel
 from conversations.doorbell import doorbell_ring, durable_send_later
-from conversations.eventlog import EventFrame, event_frame_of, events_append, events_publish_sync
+from conversations.eventlog import (
+    EventFrame,
+    event_frame_of,
+    events_append,
+    events_publish_after_commit,
+    events_publish_sync,
+)
 from conversations.events import EventKind, activity_events, turn_ended, turn_queued_data, turn_started_data
 from conversations.models import (
-    Conversation,
-    ConversationState,
     Message,
     MessageRole,
     Turn,
     TurnStatus,
 )
 from conversations.search import search_index_turn
+from conversations.selectors import conversation_require_active
 from conversations.serializers import message_json
 from conversations.signals import turn_ended as turn_ended_signal
 from conversations.titles import conversation_title_from_text
-from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.errors import InvalidInput
 from flarebot.core.text import utf16_length
 from flarebot.core.waiting import wait_until
 from tools.activity import activities_interrupt
@@ -101,7 +106,7 @@ def turn_submit(
     submitted = turn_submit_unpublished(
         conversation_id=conversation_id, request_id=request_id, text=text, source=source
     )
-    transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=submitted.frames))
+    events_publish_after_commit(conversation_id=conversation_id, frames=submitted.frames)
     return submitted.turn, submitted.created
 
 
@@ -155,8 +160,7 @@ def turn_submit_unpublished(
 
 def _submitted_before(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> Submitted:
     """Why a submit reserved nothing: the conversation is gone, or this request was stored."""
-    if not Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists():
-        raise NotFound("This conversation does not exist.", code="conversation_not_found")
+    conversation_require_active(conversation_id=conversation_id)
     return Submitted(Turn.objects.get(conversation_id=conversation_id, request_id=request_id), False, [])
 
 

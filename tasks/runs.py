@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from conversations.eventlog import EventFrame, events_append, events_publish_sync
+from conversations.eventlog import EventFrame, events_append, events_publish_after_commit, events_publish_sync
 from conversations.models import Conversation, ConversationState, Turn
 from conversations.turns import turn_cancel_one, turn_submit_unpublished
 from flarebot.core.errors import NotFound
@@ -53,6 +53,8 @@ GRACE = timedelta(minutes=5)  # how late an occurrence may still run
 # worker's); a duplicate fire this close to the next occurrence runs that one early, once.
 EARLY = timedelta(seconds=1)
 DISPATCH_TRIES = 3  # tries of the fire's dispatch job; reconciliation may add one more
+DISPATCH_JOB = "tasks.jobs.task_run_dispatch"
+DISPATCH_RETRY_SECONDS = 2
 RECOVERY_AFTER = timedelta(seconds=10)  # a run still without its turn this long gets reconciliation's try
 LOST_FIRE_AFTER = timedelta(seconds=60)  # an armed occurrence this far past whose fire never came
 RECONCILE_BATCH = 200
@@ -83,9 +85,7 @@ def _append(run: TaskRun) -> list[EventFrame]:
 
 def _announce(run: TaskRun, *, before: list[EventFrame] | None = None) -> None:
     """Append `task_run.updated` (in the caller's transaction) and publish it after commit, after `before`."""
-    conversation_id = run.conversation_id
-    frames = [*(before or []), *_append(run)]
-    transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
+    events_publish_after_commit(conversation_id=run.conversation_id, frames=[*(before or []), *_append(run)])
 
 
 def _new_run(
@@ -105,11 +105,6 @@ def _new_run(
         missed_count=missed,
     )
     return run, _append(run)
-
-
-def _publish_after_commit(conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
-    if frames:
-        transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
 
 
 @dataclass(frozen=True)
@@ -180,7 +175,7 @@ def task_fire(*, task_id: uuid.UUID, intended_at: datetime | None = None, publis
         task.save(update_fields=["consumed", "armed_at", "periodic_task", "scheduling_error", "updated_at"])
         conversation_id = task.conversation.id
         if run is None or publish:
-            _publish_after_commit(conversation_id, frames)
+            events_publish_after_commit(conversation_id=conversation_id, frames=frames)
             frames = []
         return Fired(run.id, conversation_id, frames) if run is not None else None
 
@@ -204,7 +199,7 @@ def run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: uuid.
         if existing is not None:
             return existing
         run, frames = _new_run(task, occurrence=occurrence, source=RunSource.MANUAL, intended_at=timezone.now())
-        _publish_after_commit(run.conversation_id, frames)
+        events_publish_after_commit(conversation_id=run.conversation_id, frames=frames)
         return run
 
 
@@ -212,14 +207,32 @@ def task_run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: 
     """Run a task now (outside any transaction): record the run, then dispatch it; replays return it as it is."""
     run = run_now(task_id=task_id, request_id=request_id, conversation_id=conversation_id)
     if run.status == RunStatus.PENDING and run.turn_id is None:
-        try:
-            run = run_dispatch(run_id=run.id) or run
-        except Exception:
-            logger.warning("dispatch of task run %s failed; trying again", run.id, exc_info=True)
-            current_app.send_task(
-                "tasks.jobs.task_run_dispatch", args=[str(run.id)], kwargs={"attempt": 2}, countdown=2
-            )
+        run = run_dispatch_or_retry(run_id=run.id, conversation_id=run.conversation_id) or run
     return run
+
+
+def run_dispatch_or_retry(
+    *, run_id: uuid.UUID, conversation_id: uuid.UUID, unpublished: list[EventFrame] | None = None
+) -> TaskRun | None:
+    """Dispatch a run now; if that fails, publish the fire's events and leave its next try to the dispatch job.
+
+    The one first try of every dispatch (a fire's, a run the owner asked for); the job
+    then tries up to DISPATCH_TRIES in all (`run_dispatch_later`).
+    """
+    try:
+        return run_dispatch(run_id=run_id, unpublished=unpublished)
+    except Exception:
+        logger.warning("dispatch of task run %s failed; trying again", run_id, exc_info=True)
+        events_publish_sync(conversation_id=conversation_id, frames=unpublished or [])
+        run_dispatch_later(run_id=run_id, attempt=2)
+        return None
+
+
+def run_dispatch_later(*, run_id: uuid.UUID, attempt: int) -> None:
+    """Send the dispatch job for this try of a run, a moment from now."""
+    current_app.send_task(
+        DISPATCH_JOB, args=[str(run_id)], kwargs={"attempt": attempt}, countdown=DISPATCH_RETRY_SECONDS
+    )
 
 
 def _discard(run: TaskRun, status: str, code: str, *, before: list[EventFrame] | None = None) -> None:
@@ -245,7 +258,7 @@ def run_dispatch(*, run_id: uuid.UUID, unpublished: list[EventFrame] | None = No
         if task is None or run is None:
             return None
         if run.status != RunStatus.PENDING or run.turn_id is not None:
-            _publish_after_commit(run.conversation_id, earlier)
+            events_publish_after_commit(conversation_id=run.conversation_id, frames=earlier)
             return run
         if (
             task.state != TaskState.ACTIVE

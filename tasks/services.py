@@ -24,11 +24,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from conversations.errors import ConversationNotFound
 from conversations.models import Conversation, ConversationState
 from flarebot.core.rows import transaction_lock
 from flarebot.core.text import has_control_characters, has_disguising_characters, has_lone_surrogates, utf16_length
 from tasks.arming import schedule_arm, schedule_disarm
-from tasks.errors import ConversationNotFound, TaskConflict, TaskIdConflict, TaskInvalid, TaskNotFound, TasksFull
+from tasks.errors import TaskConflict, TaskIdConflict, TaskInvalid, TaskNotFound, TasksFull
 from tasks.models import ScheduleKind, Task, TaskState
 from tasks.runs import runs_cancel_unfinished
 from tasks.schedule import Schedule, schedule_parse

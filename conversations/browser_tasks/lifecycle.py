@@ -32,7 +32,14 @@ from django.utils import timezone
 
 from conversations import sql
 from conversations.cancel_bus import publish_cancel
-from conversations.eventlog import EventFrame, events_append, events_insert, events_publish_sync
+from conversations.errors import LeaseLost
+from conversations.eventlog import (
+    events_append,
+    events_append_published,
+    events_insert,
+    events_publish_after_commit,
+    events_publish_sync,
+)
 from conversations.events import (
     EventKind,
     NewEvent,
@@ -92,14 +99,6 @@ _OUTCOME_TITLE = {
     BrowserTaskStatus.FAILED: "Browser task failed.",
     BrowserTaskStatus.CANCELLED: "Browser task cancelled.",
 }
-
-
-class LeaseLost(Exception):
-    """The attempt no longer holds the task's lease: another attempt (or an end) took over."""
-
-
-def _publish_after_commit(conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
-    transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
 
 
 def lease_over(now: datetime) -> Q:
@@ -317,10 +316,7 @@ def browser_task_step_record(
         task.authorization = progress.authorization
         task.save(update_fields=["steps", "actions", "running_ms", "current_url", "authorization", "updated_at"])
         if card is not None:
-            _publish_after_commit(
-                task.conversation_id,
-                events_append(conversation_id=task.conversation_id, events=task_card_events(task, progress=card)),
-            )
+            events_append_published(conversation_id=task.conversation_id, events=task_card_events(task, progress=card))
 
 
 @dataclass(frozen=True)
@@ -367,9 +363,7 @@ def browser_task_pause(
             task_id=task.id, critical_point_id=point_id, kind=pause.kind, question=pause.question, action=pause.action
         )
         card = task_card_events(task, progress="Waiting for your answer")
-        _publish_after_commit(
-            task.conversation_id, events_append(conversation_id=task.conversation_id, events=[opened, *card])
-        )
+        events_append_published(conversation_id=task.conversation_id, events=[opened, *card])
 
 
 _REPLY_NOTE = {
@@ -544,7 +538,9 @@ def browser_task_project(*, task_id: uuid.UUID) -> bool:
                 ordinal=answer_ordinal(ordinal),
                 parts=parts,
             )
-            _publish_after_commit(task.conversation_id, events_insert([(task.conversation_id, first, events)]))
+            events_publish_after_commit(
+                conversation_id=task.conversation_id, frames=events_insert([(task.conversation_id, first, events)])
+            )
         BrowserTask.objects.filter(id=task_id).update(projected_at=now)
     return True
 

@@ -35,7 +35,6 @@ from conversations.browser_tasks.lifecycle import (
     LEASE_RENEW_SECONDS,
     MAX_ACTIONS,
     MAX_RUNNING,
-    LeaseLost,
     Pause,
     Progress,
     TaskClaim,
@@ -51,6 +50,7 @@ from conversations.browser_tasks.lifecycle import (
 )
 from conversations.browser_tasks.model import SCHEMAS, action_digest, step_request
 from conversations.cancel_bus import CancelListener
+from conversations.errors import LeaseLost
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import BrowserTaskStatus, CriticalPointKind
 from conversations.providers.base import ModelRequest, StreamEvent, ToolCall

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from conversations.browser_tasks import lifecycle
 from conversations.cancel_bus import publish_cancel
-from conversations.eventlog import EventFrame, events_append, events_publish_sync
+from conversations.eventlog import events_append_published
 from conversations.events import (
     NewEvent,
     browser_task_dismissed,
@@ -43,14 +43,15 @@ from conversations.models import (
     BrowserTask,
     BrowserTaskProposal,
     BrowserTaskStatus,
-    Conversation,
     ConversationState,
     CriticalPoint,
     CriticalPointKind,
     CriticalPointState,
     ProposalState,
 )
+from conversations.selectors import conversation_require_active
 from flarebot.core.errors import Conflict, InvalidInput, NotFound
+from flarebot.core.ids import uuid_parse
 from flarebot.core.text import has_control_characters, utf16_length
 from tools.network.policy import Refused, url_check
 from tools.web.leases import browser_lease_holder, browser_lease_wake_request
@@ -64,10 +65,6 @@ SIGN_IN_CONTINUE = "continue"
 # A reply to a task whose context another worker keeps: that worker is woken at once; this
 # job follows after a moment and takes over (closing that context first) if it did not.
 WAKE_FALLBACK_SECONDS = 3.0
-
-
-def _publish_after_commit(conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
-    transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
 
 
 def _text_problem(text: str, *, limit: int, what: str) -> str | None:
@@ -117,8 +114,7 @@ def browser_task_propose(
     if problem is not None:
         raise InvalidInput(problem, code="invalid_proposal")
     with transaction.atomic():
-        if not Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists():
-            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        conversation_require_active(conversation_id=conversation_id)
         existing = BrowserTaskProposal.objects.filter(turn_id=turn_id, tool_call_id=tool_call_id[:128]).first()
         if existing is not None:
             return existing
@@ -136,7 +132,7 @@ def browser_task_propose(
         event = browser_task_proposed(
             proposal_id=proposal.id, goal=goal, start_url=start_url, restrictions=list(restrictions)
         )
-        _publish_after_commit(conversation_id, events_append(conversation_id=conversation_id, events=[event]))
+        events_append_published(conversation_id=conversation_id, events=[event])
     return proposal
 
 
@@ -181,7 +177,7 @@ def browser_task_start(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID) ->
             )
             events: list[NewEvent] = [browser_task_started(task_id=task.id, proposal_id=proposal.id)]
             events += lifecycle.task_card_events(task, progress="Starting the browser")
-            _publish_after_commit(conversation_id, events_append(conversation_id=conversation_id, events=events))
+            events_append_published(conversation_id=conversation_id, events=events)
             transaction.on_commit(lambda: lifecycle.task_run_enqueue(task.id))
     except IntegrityError:
         # Another start of this conversation won the race for its one unfinished task.
@@ -195,10 +191,9 @@ def browser_task_dismiss(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID) 
         proposal = _proposal_locked(conversation_id=conversation_id, proposal_id=proposal_id)
         proposal.state = ProposalState.DISMISSED
         proposal.save(update_fields=["state", "updated_at"])
-        frames = events_append(
+        events_append_published(
             conversation_id=conversation_id, events=[browser_task_dismissed(proposal_id=proposal.id)]
         )
-        _publish_after_commit(conversation_id, frames)
 
 
 @dataclass(frozen=True)
@@ -209,14 +204,6 @@ class Reply:
     response: str | None = None
     consent: bool | None = None
     approve: bool | None = None
-
-
-def _point_id(raw: str) -> uuid.UUID | None:
-    try:
-        parsed = uuid.UUID(raw)
-    except (ValueError, AttributeError):
-        return None
-    return parsed if str(parsed) == raw.lower() else None
 
 
 def _reply_refusal(point: CriticalPoint, reply: Reply) -> InvalidInput | None:
@@ -240,7 +227,7 @@ def _reply_refusal(point: CriticalPoint, reply: Reply) -> InvalidInput | None:
 
 def critical_point_answer(*, conversation_id: uuid.UUID, reply: Reply) -> uuid.UUID:
     """Store the owner's answer to a task's open critical point and resume the task; return the task id."""
-    point_id = _point_id(reply.critical_point_id)
+    point_id = uuid_parse(reply.critical_point_id)
     if point_id is None:
         raise NotFound("No browser task is waiting for an answer to this question.", code="unknown_critical_point")
     with transaction.atomic():
@@ -269,7 +256,7 @@ def critical_point_answer(*, conversation_id: uuid.UUID, reply: Reply) -> uuid.U
         lifecycle.task_resume_with(task, point)
         events: list[NewEvent] = [critical_point_resolved(task_id=task.id, critical_point_id=point.id)]
         events += lifecycle.task_card_events(task, progress="Resuming after your answer")
-        _publish_after_commit(conversation_id, events_append(conversation_id=conversation_id, events=events))
+        events_append_published(conversation_id=conversation_id, events=events)
         context_lease_id = task.context_lease_id
         transaction.on_commit(lambda: _resume(task.id, context_lease_id))
     return task.id
@@ -305,7 +292,7 @@ def browser_task_cancel(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
 
 def browser_input_check(*, conversation_id: uuid.UUID, task_id: uuid.UUID, critical_point_id: str) -> None:
     """Refuse the owner's live-view input unless it names the task's open sign-in point."""
-    point_id = _point_id(critical_point_id)
+    point_id = uuid_parse(critical_point_id)
     open_sign_in = point_id is not None and (
         CriticalPoint.objects.filter(
             id=point_id,
