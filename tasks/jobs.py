@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 import uuid
 
 from celery import shared_task
 
 from tasks import runs
-
-logger = logging.getLogger(__name__)
 
 # Task jobs running at once in one worker process. They are short and spend their time in
 # Python (the ORM); more of them at once only take the interpreter lock from the turns the
@@ -24,22 +21,14 @@ def task_fire(task_id: str) -> None:
     with _RUNNING:
         fired = runs.task_fire(task_id=uuid.UUID(task_id), publish=False)
         if fired is not None:
-            runs.run_dispatch_or_retry(
-                run_id=fired.run_id, conversation_id=fired.conversation_id, unpublished=fired.frames
-            )
+            runs.run_dispatch_try(run_id=fired.run_id, fired=fired)
 
 
 @shared_task(name="tasks.jobs.task_run_dispatch")
 def task_run_dispatch(run_id: str, attempt: int = 1) -> None:
     """Try a run's dispatch again (at most DISPATCH_TRIES in all; reconciliation may add one)."""
-    try:
-        with _RUNNING:
-            runs.run_dispatch(run_id=uuid.UUID(run_id))
-    except Exception:
-        if attempt >= runs.DISPATCH_TRIES:
-            logger.warning("dispatch of task run %s failed %d times; reconciliation may try once more", run_id, attempt)
-            return
-        runs.run_dispatch_later(run_id=uuid.UUID(run_id), attempt=attempt + 1)
+    with _RUNNING:
+        runs.run_dispatch_try(run_id=uuid.UUID(run_id), attempt=attempt)
 
 
 @shared_task(name="tasks.jobs.tasks_reconcile")

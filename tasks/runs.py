@@ -53,8 +53,8 @@ GRACE = timedelta(minutes=5)  # how late an occurrence may still run
 # worker's); a duplicate fire this close to the next occurrence runs that one early, once.
 EARLY = timedelta(seconds=1)
 DISPATCH_TRIES = 3  # tries of the fire's dispatch job; reconciliation may add one more
-DISPATCH_JOB = "tasks.jobs.task_run_dispatch"
-DISPATCH_RETRY_SECONDS = 2
+DISPATCH_JOB = "tasks.jobs.task_run_dispatch"  # the tries after the first, RETRY_SECONDS apart
+RETRY_SECONDS = 2
 RECOVERY_AFTER = timedelta(seconds=10)  # a run still without its turn this long gets reconciliation's try
 LOST_FIRE_AFTER = timedelta(seconds=60)  # an armed occurrence this far past whose fire never came
 RECONCILE_BATCH = 200
@@ -207,32 +207,23 @@ def task_run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: 
     """Run a task now (outside any transaction): record the run, then dispatch it; replays return it as it is."""
     run = run_now(task_id=task_id, request_id=request_id, conversation_id=conversation_id)
     if run.status == RunStatus.PENDING and run.turn_id is None:
-        run = run_dispatch_or_retry(run_id=run.id, conversation_id=run.conversation_id) or run
+        run = run_dispatch_try(run_id=run.id) or run
     return run
 
 
-def run_dispatch_or_retry(
-    *, run_id: uuid.UUID, conversation_id: uuid.UUID, unpublished: list[EventFrame] | None = None
-) -> TaskRun | None:
-    """Dispatch a run now; if that fails, publish the fire's events and leave its next try to the dispatch job.
-
-    The one first try of every dispatch (a fire's, a run the owner asked for); the job
-    then tries up to DISPATCH_TRIES in all (`run_dispatch_later`).
-    """
+def run_dispatch_try(*, run_id: uuid.UUID, attempt: int = 1, fired: Fired | None = None) -> TaskRun | None:
+    """Try a run's dispatch, with the events of the fire that recorded it; the job tries again (DISPATCH_TRIES)."""
     try:
-        return run_dispatch(run_id=run_id, unpublished=unpublished)
+        return run_dispatch(run_id=run_id, unpublished=fired.frames if fired is not None else None)
     except Exception:
+        if fired is not None:
+            events_publish_sync(conversation_id=fired.conversation_id, frames=fired.frames)
+        if attempt >= DISPATCH_TRIES:
+            logger.warning("dispatch of task run %s failed %d times; reconciliation may try once more", run_id, attempt)
+            return None
         logger.warning("dispatch of task run %s failed; trying again", run_id, exc_info=True)
-        events_publish_sync(conversation_id=conversation_id, frames=unpublished or [])
-        run_dispatch_later(run_id=run_id, attempt=2)
+        current_app.send_task(DISPATCH_JOB, [str(run_id)], {"attempt": attempt + 1}, countdown=RETRY_SECONDS)
         return None
-
-
-def run_dispatch_later(*, run_id: uuid.UUID, attempt: int) -> None:
-    """Send the dispatch job for this try of a run, a moment from now."""
-    current_app.send_task(
-        DISPATCH_JOB, args=[str(run_id)], kwargs={"attempt": attempt}, countdown=DISPATCH_RETRY_SECONDS
-    )
 
 
 def _discard(run: TaskRun, status: str, code: str, *, before: list[EventFrame] | None = None) -> None:
@@ -309,9 +300,8 @@ def _project(run_id: uuid.UUID, observed: str) -> bool:
 
 def runs_project_turn(*, turn_id: uuid.UUID, status: str) -> None:
     """Project a turn's new status onto the run that started it, if a run did."""
-    for run_id in TaskRun.objects.filter(turn_id=turn_id, status__in=UNFINISHED_RUN_STATUSES).values_list(
-        "id", flat=True
-    ):
+    runs = TaskRun.objects.filter(turn_id=turn_id, status__in=UNFINISHED_RUN_STATUSES)
+    for run_id in runs.values_list("id", flat=True):
         _project(run_id, TURN_TO_RUN[status])
 
 
