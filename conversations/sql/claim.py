@@ -17,23 +17,9 @@ from typing import Any
 from django.db import transaction
 
 from conversations.events import EventKind, turn_started_data
-from conversations.models import (
-    Conversation,
-    ConversationState,
-    Event,
-    Turn,
-    TurnStatus,
-)
+from conversations.models import Conversation, ConversationState, Event, Turn, TurnStatus
 from conversations.sql.sequences import sequences_allocate, sequences_allocate_sql
-from flarebot.core.rows import (
-    column,
-    from_db,
-    insert_from_sql,
-    rows_insert,
-    rows_update,
-    table,
-    to_db,
-)
+from flarebot.core.rows import column, from_db, insert_from_sql, rows_insert, rows_update, table, to_db
 
 # The rules of who may run a turn, as SQL conditions over a turn row aliased `alias`;
 # `turns` decides with them, and every statement below that needs one composes it.

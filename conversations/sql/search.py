@@ -14,17 +14,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import (
-    Conversation,
-    ConversationState,
-    SearchEntry,
-)
-from flarebot.core.rows import (
-    column,
-    from_db,
-    table,
-    to_db,
-)
+from conversations.models import Conversation, ConversationState, SearchEntry
+from flarebot.core.rows import column, from_db, table, to_db
 
 SQLITE_SEARCH_TABLE = "conversations_search"
 POSTGRESQL_SEARCH_COLUMN = "search"

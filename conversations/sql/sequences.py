@@ -15,14 +15,8 @@ from typing import Any
 
 from django.db import transaction
 
-from conversations.models import (
-    Conversation,
-)
-from flarebot.core.rows import (
-    column,
-    table,
-    to_db,
-)
+from conversations.models import Conversation
+from flarebot.core.rows import column, table, to_db
 
 
 def sequences_allocate(*, conversation_id: uuid.UUID, count: int) -> int:

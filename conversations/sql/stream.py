@@ -13,12 +13,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
-from conversations.models import (
-    Event,
-    Message,
-    Turn,
-    TurnStatus,
-)
+from conversations.models import Event, Message, Turn, TurnStatus
 from conversations.sql.claim import turn_lease_held_sql
 from conversations.sql.sequences import (
     sequence_first,
@@ -26,12 +21,7 @@ from conversations.sql.sequences import (
     sequences_allocate_params,
     sequences_allocate_sql,
 )
-from flarebot.core.rows import (
-    column,
-    insert_select_sql,
-    table,
-    to_db,
-)
+from flarebot.core.rows import column, insert_select_sql, table, to_db
 
 
 def message_parts_store(

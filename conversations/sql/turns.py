@@ -33,15 +33,7 @@ from conversations.models import (
 )
 from conversations.sql.sequences import sequence_first, sequences_advance_sql
 from flarebot.core.models import Installation
-from flarebot.core.rows import (
-    column,
-    from_db,
-    insert_from_sql,
-    rows_insert,
-    rows_update,
-    table,
-    to_db,
-)
+from flarebot.core.rows import column, from_db, insert_from_sql, rows_insert, rows_update, table, to_db
 
 
 def conversation_reserve_turn(

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conversations.models import (
-    BrowserTask,
-    BrowserTaskStatus,
-    CriticalPoint,
-    CriticalPointKind,
-)
+from conversations.models import BrowserTask, BrowserTaskStatus, CriticalPoint, CriticalPointKind
 from tools.browser_tasks.guard import request_signature
 
 _REPLY_NOTE = {

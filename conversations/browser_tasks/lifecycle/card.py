@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from conversations.events import (
-    EventKind,
-    NewEvent,
-)
-from conversations.models import (
-    BrowserTask,
-    BrowserTaskStatus,
-)
+from conversations.events import EventKind, NewEvent
+from conversations.models import BrowserTask, BrowserTaskStatus
 from tools.activity import Activity, activity_from_row, activity_progress, activity_store, safe_text
 from tools.models import ActivityStatus, ToolActivity
 

@@ -13,9 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
-from conversations.models import (
-    BrowserTask,
-)
+from conversations.models import BrowserTask
 from flarebot.core.crypto import DecryptionFailed, seal, unseal
 from flarebot.core.installation import installation_get_verified
 

@@ -15,18 +15,8 @@ from django.utils import timezone
 
 from conversations import sql
 from conversations.browser_tasks.lifecycle.card import task_card_events
-from conversations.eventlog import (
-    events_append,
-    events_insert,
-    events_publish_after_commit,
-    events_publish_sync,
-)
-from conversations.events import (
-    NewEvent,
-    browser_task_finished,
-    message_replaced,
-    turn_ended,
-)
+from conversations.eventlog import events_append, events_insert, events_publish_after_commit, events_publish_sync
+from conversations.events import NewEvent, browser_task_finished, message_replaced, turn_ended
 from conversations.models import (
     BrowserTask,
     BrowserTaskStatus,

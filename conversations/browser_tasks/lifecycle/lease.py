@@ -20,12 +20,7 @@ from django.utils import timezone
 
 from conversations.browser_tasks.lifecycle.end import task_end_locked
 from conversations.errors import LeaseLost
-from conversations.models import (
-    BrowserTask,
-    BrowserTaskStatus,
-    Conversation,
-    ConversationState,
-)
+from conversations.models import BrowserTask, BrowserTaskStatus, Conversation, ConversationState
 
 LEASE = timedelta(seconds=15)
 LEASE_RENEW_SECONDS = 5.0

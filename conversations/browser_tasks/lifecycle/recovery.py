@@ -18,12 +18,7 @@ from django.utils import timezone
 from conversations.browser_tasks.lifecycle.end import CANCELLED_SUMMARY, browser_task_project, task_end_locked
 from conversations.browser_tasks.lifecycle.lease import browser_tasks_held, lease_over
 from conversations.cancel_bus import publish_cancel
-from conversations.models import (
-    UNFINISHED_TASK_STATUSES,
-    BrowserTask,
-    BrowserTaskStatus,
-    CriticalPoint,
-)
+from conversations.models import UNFINISHED_TASK_STATUSES, BrowserTask, BrowserTaskStatus, CriticalPoint
 from flarebot.core.waiting import wait_until
 
 logger = logging.getLogger(__name__)

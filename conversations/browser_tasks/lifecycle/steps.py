@@ -18,16 +18,9 @@ from conversations.browser_tasks.lifecycle.checkpoint import storage_seal
 from conversations.browser_tasks.lifecycle.end import task_end_locked
 from conversations.browser_tasks.lifecycle.lease import task_lock_owned
 from conversations.errors import LeaseLost
-from conversations.eventlog import (
-    events_append_published,
-)
-from conversations.events import (
-    critical_point_opened,
-)
-from conversations.models import (
-    BrowserTaskStatus,
-    CriticalPoint,
-)
+from conversations.eventlog import events_append_published
+from conversations.events import critical_point_opened
+from conversations.models import BrowserTaskStatus, CriticalPoint
 
 
 @dataclass

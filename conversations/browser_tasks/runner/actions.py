@@ -17,10 +17,7 @@ from jsonschema.exceptions import best_match
 from playwright.async_api import Error as PlaywrightError
 
 from conversations.browser_tasks import live_view
-from conversations.browser_tasks.lifecycle import (
-    Pause,
-    browser_task_pause,
-)
+from conversations.browser_tasks.lifecycle import Pause, browser_task_pause
 from conversations.browser_tasks.model import SCHEMAS, action_digest
 from conversations.browser_tasks.runner.attempt import Attempt, Stopped
 from conversations.models import BrowserTaskStatus, CriticalPointKind
@@ -30,10 +27,7 @@ from tools.browser_tasks.critical import critical_point_of, go_to_critical
 from tools.browser_tasks.guard import SentRequest
 from tools.browser_tasks.kept import kept_sessions
 from tools.browser_tasks.page import Element, Observation
-from tools.browser_tasks.session import (
-    ACTION_TIMEOUT,
-    ActionFailed,
-)
+from tools.browser_tasks.session import ACTION_TIMEOUT, ActionFailed
 from tools.web.sources import host_of
 
 _VALIDATORS = {name: Draft202012Validator(schema) for name, schema in SCHEMAS.items()}

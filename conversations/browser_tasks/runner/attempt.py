@@ -22,11 +22,7 @@ from conversations.browser_tasks.lifecycle import (
 )
 from conversations.cancel_bus import CancelListener
 from flarebot.core.database import db
-from tools.browser_tasks.session import (
-    RUNNING_LEASE,
-    BrowserSession,
-    session_lease_extend,
-)
+from tools.browser_tasks.session import RUNNING_LEASE, BrowserSession, session_lease_extend
 from tools.web.leases import browser_leases_request_close
 
 CONTEXT_LEASE_RENEW = 30.0

@@ -41,11 +41,7 @@ from conversations.providers.errors import ProviderError
 from flarebot.core.database import db
 from tools.browser_tasks.kept import kept_sessions
 from tools.browser_tasks.page import Observation, observation_text
-from tools.browser_tasks.session import (
-    ACTION_TIMEOUT,
-    ActionFailed,
-    session_open,
-)
+from tools.browser_tasks.session import ACTION_TIMEOUT, ActionFailed, session_open
 from tools.web.browser import BrowserUnavailable
 from tools.web.leases import browser_lease_state, browser_leases_reconcile, browser_leases_request_close
 
