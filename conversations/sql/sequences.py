@@ -62,8 +62,8 @@ def sequences_allocate_sql(
     source: str | None = None,
     returning: tuple[str, ...] = (),
 ) -> str:
-    """The allocator's statement, which every path that writes events uses: it returns the last
-    sequence reserved (then `returning`).
+    """The allocator's statement, which every path that writes events uses (a submit moves the
+    same counter with `sequences_advance_sql`): it returns the last sequence reserved (then `returning`).
 
     By default it takes the count and the conversation as parameters. A composed statement
     (CTEs) may pass SQL expressions instead, over `source` (its FROM), and with `after`, the
