@@ -40,11 +40,10 @@ from tasks.arming import (
     schedules_retire,
     task_schedule,
 )
-from tasks.errors import TaskNotFound
 from tasks.events import task_run_updated
 from tasks.models import UNFINISHED_RUN_STATUSES, RunSource, RunStatus, ScheduleKind, Task, TaskRun, TaskState
 from tasks.schedule import instant_text, occurrences_between
-from tasks.selectors import TURN_TO_RUN, run_view, status_after
+from tasks.selectors import TURN_TO_RUN, run_view, status_after, task_get
 
 logger = logging.getLogger(__name__)
 
@@ -187,14 +186,7 @@ def run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: uuid.
     """
     occurrence = occurrence_manual(task_id, request_id)
     with transaction.atomic():
-        tasks = Task.objects.select_for_update().filter(
-            id=task_id, state=TaskState.ACTIVE, conversation__state=ConversationState.ACTIVE
-        )
-        if conversation_id is not None:
-            tasks = tasks.filter(conversation_id=conversation_id)
-        task = tasks.first()
-        if task is None:
-            raise TaskNotFound()
+        task = task_get(task_id=task_id, conversation_id=conversation_id, locked=True)
         existing = TaskRun.objects.filter(occurrence=occurrence).first()
         if existing is not None:
             return existing

@@ -124,10 +124,13 @@ def task_view(task: Task, *, previous: TaskRun | bool | None = False) -> TaskJso
     }
 
 
+def _active() -> QuerySet[Task]:
+    """Active tasks of active conversations: the only ones any reader or writer sees."""
+    return Task.objects.filter(state=TaskState.ACTIVE, conversation__state=ConversationState.ACTIVE)
+
+
 def _visible() -> QuerySet[Task]:
-    return Task.objects.filter(state=TaskState.ACTIVE, conversation__state=ConversationState.ACTIVE).select_related(
-        "periodic_task__clocked"
-    )
+    return _active().select_related("periodic_task__clocked")
 
 
 def task_list(*, conversation_id: uuid.UUID | None = None) -> list[Task]:
@@ -138,9 +141,9 @@ def task_list(*, conversation_id: uuid.UUID | None = None) -> list[Task]:
     return list(tasks.order_by("-created_at", "-id"))
 
 
-def task_get(*, task_id: uuid.UUID, conversation_id: uuid.UUID | None = None) -> Task:
-    """Return an active task (of this conversation, when given), or TaskNotFound."""
-    tasks = _visible().filter(id=task_id)
+def task_get(*, task_id: uuid.UUID, conversation_id: uuid.UUID | None = None, locked: bool = False) -> Task:
+    """Return an active task (of this conversation, when given), or TaskNotFound; `locked` locks its row till commit."""
+    tasks = (_active().select_for_update() if locked else _visible()).filter(id=task_id)
     if conversation_id is not None:
         tasks = tasks.filter(conversation_id=conversation_id)
     task = tasks.first()

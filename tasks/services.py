@@ -29,11 +29,11 @@ from conversations.models import Conversation, ConversationState
 from flarebot.core.rows import transaction_lock
 from flarebot.core.text import has_control_characters, has_disguising_characters, has_lone_surrogates, utf16_length
 from tasks.arming import schedule_arm, schedule_disarm
-from tasks.errors import TaskConflict, TaskIdConflict, TaskInvalid, TaskNotFound, TasksFull
+from tasks.errors import TaskConflict, TaskIdConflict, TaskInvalid, TasksFull
 from tasks.models import ScheduleKind, Task, TaskState
 from tasks.runs import runs_cancel_unfinished
 from tasks.schedule import Schedule, schedule_parse
-from tasks.selectors import task_view
+from tasks.selectors import task_get, task_view
 
 MAX_TASKS = 100  # active tasks; tombstones do not count
 NAME_MAX = 120  # UTF-16 code units
@@ -147,18 +147,6 @@ def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID, data: TaskInp
         return task, True
 
 
-def _locked_active(task_id: uuid.UUID, conversation_id: uuid.UUID | None) -> Task:
-    tasks = Task.objects.select_for_update().filter(
-        id=task_id, state=TaskState.ACTIVE, conversation__state=ConversationState.ACTIVE
-    )
-    if conversation_id is not None:
-        tasks = tasks.filter(conversation_id=conversation_id)
-    task = tasks.first()
-    if task is None:
-        raise TaskNotFound()
-    return task
-
-
 def _stale(task: Task, expected_version: int) -> None:
     if task.version != expected_version:
         raise TaskConflict(
@@ -185,7 +173,7 @@ def task_update(
     data = task_input_clean(name=name, instructions=instructions, schedule=schedule, enabled=enabled)
     now = timezone.now()
     with transaction.atomic():
-        task = _locked_active(task_id, conversation_id)
+        task = task_get(task_id=task_id, conversation_id=conversation_id, locked=True)
         _stale(task, expected_version)
         unchanged_once = (
             data.schedule.kind == "once"

@@ -3,7 +3,7 @@
 Submitting reserves the conversation's next turn ordinal (`conversation_reserve_turn`, the
 one allocator of turn ordinals; a browser task's projection takes its ordinal there too)
 and one event sequence in the statement that checks the conversation and the request; on
-PostgreSQL the whole submit is that one statement (`turn_submit_in_one`).
+PostgreSQL the whole submit is that one statement (`turn_submit`).
 """
 
 from __future__ import annotations
@@ -82,37 +82,6 @@ def _reserve_params(conversation_id: uuid.UUID, request_id: uuid.UUID, title: st
     ]
 
 
-def turn_submit_in_one(
-    *,
-    conversation_id: uuid.UUID,
-    request_id: uuid.UUID,
-    title: str,
-    now: datetime,
-    turn: dict[str, Any],
-    message: dict[str, Any],
-    event: dict[str, Any],
-) -> tuple[int, int] | None:
-    """PostgreSQL: `turn_submit` in one statement.
-
-    The same as `conversation_reserve_turn` followed by the three inserts (what SQLite
-    does), in one round trip: every message the owner sends takes this path.
-    """
-    turn_sql, turn_params, _ = insert_from_sql(Turn, turn, {"ordinal": "r.ordinal"}, "r")
-    # The user message's place, `models.user_message_ordinal`, in SQL.
-    message_sql, message_params, _ = insert_from_sql(Message, message, {"ordinal": f"{TURN_MESSAGES} * r.ordinal"}, "r")
-    event_sql, event_params, _ = insert_from_sql(Event, event, {"sequence": "r.sequence"}, "r")
-    sql = (
-        f"WITH r(ordinal, sequence) AS ({_reserve_sql()}), t AS ({turn_sql}), m AS ({message_sql}),"  # noqa: S608
-        f" e AS ({event_sql}) SELECT ordinal, sequence FROM r"
-    )
-    reserve = _reserve_params(conversation_id, request_id, title, now)
-    params = [*reserve, *turn_params, *message_params, *event_params]
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    return (int(row[0]), int(row[1])) if row else None
-
-
 def turn_submit(
     *,
     conversation_id: uuid.UUID,
@@ -128,33 +97,44 @@ def turn_submit(
     The rows come complete but for the turn's and message's ordinals and the event's
     sequence. Returns (ordinal, sequence), or None when nothing was reserved (nor
     inserted). A raced duplicate of the request raises IntegrityError and leaves the
-    caller's transaction usable.
+    caller's transaction usable. On SQLite it is `conversation_reserve_turn` and three
+    inserts; on PostgreSQL the same in one statement (`_submit_in_one`), since every
+    message the owner sends takes this path.
     """
     connection = transaction.get_connection()
-    if connection.vendor == "postgresql":
-        # One statement reserves and inserts, a transaction by itself: BEGIN and COMMIT
-        # around it would be two more round trips for every message sent. In a caller's
-        # transaction it takes a savepoint, so that a raced duplicate leaves it usable.
-        with transaction.atomic() if connection.in_atomic_block else nullcontext():
-            return turn_submit_in_one(
-                conversation_id=conversation_id,
-                request_id=request_id,
-                title=title,
-                now=now,
-                turn=turn,
-                message=message,
-                event=event,
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            reserved = conversation_reserve_turn(
+                conversation_id=conversation_id, request_id=request_id, title=title, now=now
             )
-    with transaction.atomic():
-        reserved = conversation_reserve_turn(
-            conversation_id=conversation_id, request_id=request_id, title=title, now=now
-        )
-        if reserved is not None:
-            ordinal, sequence = reserved
-            rows_insert(Turn, [{**turn, "ordinal": ordinal}])
-            rows_insert(Message, [{**message, "ordinal": user_message_ordinal(ordinal)}])
-            rows_insert(Event, [{**event, "sequence": sequence}])
-    return reserved
+            if reserved is not None:
+                ordinal, sequence = reserved
+                rows_insert(Turn, [{**turn, "ordinal": ordinal}])
+                rows_insert(Message, [{**message, "ordinal": user_message_ordinal(ordinal)}])
+                rows_insert(Event, [{**event, "sequence": sequence}])
+        return reserved
+    sql, insert_params = _submit_in_one(turn, message, event)
+    params = [*_reserve_params(conversation_id, request_id, title, now), *insert_params]
+    # One statement reserves and inserts, a transaction by itself: BEGIN and COMMIT around
+    # it would be two more round trips for every message sent. In a caller's transaction
+    # it takes a savepoint, so that a raced duplicate leaves it usable.
+    with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return (int(row[0]), int(row[1])) if row else None
+
+
+def _submit_in_one(turn: dict[str, Any], message: dict[str, Any], event: dict[str, Any]) -> tuple[str, list[Any]]:
+    """PostgreSQL: the reservation and the three inserts as one statement; the inserts' parameters."""
+    turn_sql, turn_params, _ = insert_from_sql(Turn, turn, {"ordinal": "r.ordinal"}, "r")
+    # The user message's place, `models.user_message_ordinal`, in SQL.
+    message_sql, message_params, _ = insert_from_sql(Message, message, {"ordinal": f"{TURN_MESSAGES} * r.ordinal"}, "r")
+    event_sql, event_params, _ = insert_from_sql(Event, event, {"sequence": "r.sequence"}, "r")
+    sql = (
+        f"WITH r(ordinal, sequence) AS ({_reserve_sql()}), t AS ({turn_sql}), m AS ({message_sql}),"  # noqa: S608
+        f" e AS ({event_sql}) SELECT ordinal, sequence FROM r"
+    )
+    return sql, [*turn_params, *message_params, *event_params]
 
 
 def turn_end_set(*, turn_id: uuid.UUID, status: str, code: str, message: str, now: datetime) -> None:
