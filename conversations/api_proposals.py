@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from conversations import selectors
 from conversations.write_proposals import write_proposal_answer, write_proposals_of
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
-from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.errors import InvalidInput
 from flarebot.core.schema import BODY_STATUSES, described, errors, path_id
 from tools.models import WriteProposalState
 
@@ -52,8 +52,7 @@ class WriteProposalListApi(APIView):
     @extend_schema(responses={200: WriteProposalList, **errors(400, 404, e404="`conversation_not_found`.")})
     def get(self, request: Request, conversation_id: str) -> Response:
         parsed = parse_uuid(conversation_id, what="conversation id")
-        if selectors.conversation_get_active(conversation_id=parsed) is None:
-            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        selectors.conversation_require_active(conversation_id=parsed)
         return Response({"proposals": write_proposals_of(conversation_id=parsed)})
 
 

@@ -15,12 +15,13 @@ from rest_framework.views import APIView
 
 from conversations import eventlog, selectors, turns
 from conversations.api import ConversationOutput
+from conversations.errors import ConversationNotFound
 from conversations.export import FORMATS, conversation_export
 from conversations.models import MessageRole, TurnStatus
 from conversations.serializers import message_json, turn_json
 from conversations.write_proposals import messages_with_decisions
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
-from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.errors import InvalidInput
 from flarebot.core.schema import (
     BODY_STATUSES,
     described,
@@ -152,8 +153,7 @@ CURSOR = OpenApiParameter(
 
 def _active(conversation_id: str) -> uuid.UUID:
     parsed = parse_uuid(conversation_id, what="conversation id")
-    if selectors.conversation_get_active(conversation_id=parsed) is None:
-        raise NotFound("This conversation does not exist.", code="conversation_not_found")
+    selectors.conversation_require_active(conversation_id=parsed)
     return parsed
 
 
@@ -164,7 +164,7 @@ class MessageListApi(APIView):
         parsed = parse_uuid(conversation_id, what="conversation id")
         snapshot = selectors.transcript_snapshot(conversation_id=parsed)
         if snapshot is None:
-            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+            raise ConversationNotFound()
         messages = [message_json(m) for m in snapshot.messages]
         messages = messages_with_decisions(conversation_id=parsed, transcript=messages)
         return Response(

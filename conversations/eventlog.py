@@ -15,6 +15,7 @@ from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.db import transaction
 
 from conversations.events import NewEvent, conversation_group
 from conversations.models import Conversation, Event
@@ -90,6 +91,19 @@ def events_publish_sync(*, conversation_id: uuid.UUID, frames: list[EventFrame])
         # The events are durable; sockets catch up from the database on their next frame
         # or reconnect.
         logger.warning("could not publish events of conversation %s", conversation_id, exc_info=True)
+
+
+def events_publish_after_commit(*, conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
+    """Publish frames appended in the caller's transaction once it commits (at once outside one); never raises."""
+    if frames:
+        transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
+
+
+def events_append_published(*, conversation_id: uuid.UUID, events: Sequence[NewEvent]) -> list[EventFrame]:
+    """Append events in the caller's transaction and publish their frames once it commits."""
+    frames = events_append(conversation_id=conversation_id, events=events)
+    events_publish_after_commit(conversation_id=conversation_id, frames=frames)
+    return frames
 
 
 async def events_publish(*, conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:

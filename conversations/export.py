@@ -23,9 +23,10 @@ from urllib.parse import quote
 
 from django.utils import timezone
 
-from conversations.models import Conversation, ConversationState, Message, MessageRole
+from conversations.models import Conversation, Message, MessageRole
+from conversations.selectors import conversation_require_active
 from conversations.serializers import conversation_json, message_json
-from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.errors import InvalidInput
 from flarebot.core.text import strip_disguising_characters
 from flarebot.core.times import iso
 
@@ -55,9 +56,7 @@ def conversation_export(*, conversation_id: uuid.UUID, fmt: str) -> ExportFile:
     """Return the whole conversation as a file in `fmt` (md or json)."""
     if fmt not in FORMATS:
         raise InvalidInput("format: must be md or json.", code="invalid_format")
-    conversation = Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).first()
-    if conversation is None:
-        raise NotFound("This conversation does not exist.", code="conversation_not_found")
+    conversation = conversation_require_active(conversation_id=conversation_id)
     messages = list(Message.objects.filter(conversation_id=conversation_id).order_by("ordinal"))
     shown = [m for m in messages if m.role != MessageRole.ASSISTANT or m.parts]
     name = _file_name(conversation.name)

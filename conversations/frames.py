@@ -6,10 +6,11 @@ InvalidInput; the consumer answers with an error frame and changes nothing.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Literal, TypedDict
+from uuid import UUID
 
 from flarebot.core.errors import InvalidInput, TooLarge
+from flarebot.core.ids import uuid_parse
 from flarebot.core.json_input import JsonRefused, json_parse
 from tools.browser_tasks.inputs import owner_input_problem
 
@@ -122,27 +123,18 @@ def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> Clien
     return frame  # type: ignore[return-value]
 
 
-def frame_session_check(frame: ClientFrame, *, conversation_id: uuid.UUID) -> None:
+def frame_session_check(frame: ClientFrame, *, conversation_id: UUID) -> None:
     """Refuse a frame whose `session_id` (seed 004's reply shape) names another conversation than its socket's."""
     session_id = frame.get("session_id")
     if session_id is None:
         return
-    try:
-        parsed = uuid.UUID(str(session_id))
-    except ValueError:
-        parsed = None
-    # The canonical form only (uuid.UUID also takes braces, "urn:" and stray hyphens), any case.
-    same = parsed == conversation_id and str(parsed) == str(session_id).lower()
-    if not same:
+    # The canonical form only, any case.
+    if uuid_parse(session_id) != conversation_id:
         raise InvalidInput(
             "session_id names another conversation than this socket's; nothing was sent.", code="wrong_session"
         )
 
 
 def _require_uuid(value: str, name: str) -> None:
-    try:
-        canonical = str(uuid.UUID(value)) == value.lower()
-    except ValueError:
-        canonical = False
-    if not canonical:
+    if uuid_parse(value) is None:
         raise InvalidInput(f"Field {name} must be a UUID.", code="invalid_frame")

@@ -99,6 +99,22 @@ class MessageRole(models.TextChoices):
     ASSISTANT = "assistant", "Assistant"
 
 
+# Transcript order: messages sort by one column, `Message.ordinal`. A turn's user message
+# sits at twice the turn's ordinal and its answer right after it; every writer of a message
+# (and the transcript's reads up to a turn) takes the place from these two.
+TURN_MESSAGES = 2
+
+
+def user_message_ordinal(turn_ordinal: int) -> int:
+    """Where the user message of the turn with this ordinal sits in the transcript."""
+    return TURN_MESSAGES * turn_ordinal
+
+
+def answer_ordinal(turn_ordinal: int) -> int:
+    """Where the answer of the turn with this ordinal sits: right after its user message."""
+    return user_message_ordinal(turn_ordinal) + 1
+
+
 class Message(BaseModel):
     """A transcript message: the user's text, or the assistant's text and tool parts of a turn."""
 
@@ -107,7 +123,7 @@ class Message(BaseModel):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False)
     turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="messages", db_index=False)
     role = models.CharField(max_length=16, choices=MessageRole.choices)
-    # Transcript order: 2 * turn ordinal, plus 1 for the assistant's answer to it.
+    # Transcript order (user_message_ordinal, answer_ordinal).
     ordinal = models.PositiveIntegerField()
     parts = models.JSONField(default=list)
 

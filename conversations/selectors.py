@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from conversations import sql
+from conversations.errors import ConversationNotFound
 from conversations.models import Conversation, ConversationState, Message, MessageRole, Turn
 
 
@@ -26,6 +27,14 @@ def conversation_is_active(*, conversation_id: uuid.UUID) -> bool:
 def conversation_get_active(*, conversation_id: uuid.UUID) -> Conversation | None:
     """Return the conversation if it exists and is not being deleted."""
     return Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).first()
+
+
+def conversation_require_active(*, conversation_id: uuid.UUID) -> Conversation:
+    """Return the conversation if it exists and is not being deleted; else refuse with ConversationNotFound."""
+    conversation = conversation_get_active(conversation_id=conversation_id)
+    if conversation is None:
+        raise ConversationNotFound()
+    return conversation
 
 
 @dataclass(frozen=True)

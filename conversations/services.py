@@ -17,13 +17,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.browser_tasks.lifecycle import browser_tasks_stop_for_deletion
+from conversations.errors import ConversationNotFound
 from conversations.events import ConversationDeleted, conversation_group
 from conversations.models import Conversation, ConversationState
 from conversations.search import search_index_name
 from conversations.signals import conversation_torn_down
 from conversations.titles import DEFAULT_NAME
 from conversations.turns import turns_stop_for_deletion, turns_wait_stopped
-from flarebot.core.errors import InvalidInput, NotFound
+from flarebot.core.errors import InvalidInput
 from flarebot.core.text import has_control_characters, has_disguising_characters, utf16_length
 from tools.activity import activities_delete
 from tools.proposals import write_proposals_delete
@@ -73,7 +74,7 @@ def conversation_rename(*, conversation_id: uuid.UUID, name: str) -> Conversatio
             name=cleaned, name_is_custom=True
         )
         if not renamed:
-            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+            raise ConversationNotFound()
         search_index_name(conversation_id=conversation_id, name=cleaned)
         return Conversation.objects.get(id=conversation_id)
 

@@ -10,9 +10,7 @@ SQL in `conversations.sql`. A duplicate delivery that finds a live lease leaves 
 from __future__ import annotations
 
 import secrets
-import time
 import uuid
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,26 +19,30 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations import sql
-from conversations.engine.cancel_bus import publish_cancel
-from conversations.engine.doorbell import doorbell_ring, durable_send_later
-from conversations.eventlog import EventFrame, event_frame_of, events_append, events_publish_sync
+from conversations.cancel_bus import publish_cancel
+from conversations.doorbell import doorbell_ring, durable_send_later
+from conversations.eventlog import (
+    EventFrame,
+    event_frame_of,
+    events_append,
+    events_publish_after_commit,
+    events_publish_sync,
+)
 from conversations.events import EventKind, activity_events, turn_ended, turn_queued_data, turn_started_data
 from conversations.models import (
-    Conversation,
-    ConversationState,
-    Event,
     Message,
     MessageRole,
     Turn,
     TurnStatus,
 )
 from conversations.search import search_index_turn
+from conversations.selectors import conversation_require_active
 from conversations.serializers import message_json
 from conversations.signals import turn_ended as turn_ended_signal
 from conversations.titles import conversation_title_from_text
-from flarebot.core.errors import InvalidInput, NotFound
-from flarebot.core.rows import rows_insert, rows_update
+from flarebot.core.errors import InvalidInput
 from flarebot.core.text import line_breaks_normalize, utf16_length
+from flarebot.core.waiting import wait_until
 from tools.activity import activities_interrupt
 
 MAX_TEXT_UTF16 = 32_000
@@ -105,7 +107,7 @@ def turn_submit(
     submitted = turn_submit_unpublished(
         conversation_id=conversation_id, request_id=request_id, text=text, source=source
     )
-    transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=submitted.frames))
+    events_publish_after_commit(conversation_id=conversation_id, frames=submitted.frames)
     return submitted.turn, submitted.created
 
 
@@ -134,31 +136,16 @@ def turn_submit_unpublished(
     }
     queued = turn_queued_data(request_id=request_id, message=message_json(Message(**message)))
     event = {"conversation_id": conversation_id, "kind": EventKind.TURN_QUEUED, "turn_id": turn["id"], "data": queued}
-    connection = transaction.get_connection()
     try:
-        if connection.vendor == "postgresql":
-            # One statement reserves and inserts, a transaction by itself: BEGIN and COMMIT
-            # around it would be two more round trips for every message sent. In a caller's
-            # transaction it takes a savepoint, so that a raced duplicate leaves it usable.
-            with transaction.atomic() if connection.in_atomic_block else nullcontext():
-                reserved = sql.turn_submit_in_one(
-                    conversation_id=conversation_id,
-                    request_id=request_id,
-                    title=title,
-                    now=now,
-                    turn=turn,
-                    message=message,
-                    event=event,
-                )
-        else:
-            with transaction.atomic():
-                reserved = sql.conversation_reserve_turn(
-                    conversation_id=conversation_id, request_id=request_id, title=title, now=now
-                )
-                if reserved is not None:
-                    rows_insert(Turn, [{**turn, "ordinal": reserved[0]}])
-                    rows_insert(Message, [{**message, "ordinal": 2 * reserved[0]}])
-                    rows_insert(Event, [{**event, "sequence": reserved[1]}])
+        reserved = sql.turn_submit(
+            conversation_id=conversation_id,
+            request_id=request_id,
+            title=title,
+            now=now,
+            turn=turn,
+            message=message,
+            event=event,
+        )
         if reserved is None:
             return _submitted_before(conversation_id=conversation_id, request_id=request_id)
         ordinal, sequence = reserved
@@ -174,26 +161,13 @@ def turn_submit_unpublished(
 
 def _submitted_before(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> Submitted:
     """Why a submit reserved nothing: the conversation is gone, or this request was stored."""
-    if not Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists():
-        raise NotFound("This conversation does not exist.", code="conversation_not_found")
+    conversation_require_active(conversation_id=conversation_id)
     return Submitted(Turn.objects.get(conversation_id=conversation_id, request_id=request_id), False, [])
 
 
 def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> list[EventFrame]:
     """Move a locked turn to a terminal status and append its closing event."""
-    now = timezone.now()
-    rows_update(
-        Turn,
-        {"id": turn.id},
-        {
-            "status": status,
-            "error_code": code,
-            "error_message": message,
-            "finished_at": now,
-            "lease_token": "",
-            "lease_expires_at": None,
-        },
-    )
+    sql.turn_end_set(turn_id=turn.id, status=status, code=code, message=message, now=timezone.now())
     search_index_turn(turn_id=turn.id, conversation_id=turn.conversation_id)
     # Calls still open now were cut off by a crash the turn did not recover from.
     settled = activity_events(turn.id, activities_interrupt(turn_id=turn.id))
@@ -274,16 +248,7 @@ def turns_stop_for_deletion(*, conversation_id: uuid.UUID) -> None:
 
 def turns_wait_stopped(*, conversation_id: uuid.UUID, timeout: float) -> bool:
     """Wait until no live attempt runs a turn of the conversation; False if one still did at `timeout`."""
-    give_up = time.monotonic() + timeout
-    while True:
-        running = Turn.objects.filter(
-            conversation_id=conversation_id, status=TurnStatus.RUNNING, lease_expires_at__gt=timezone.now()
-        )
-        if not running.exists():
-            return True
-        if time.monotonic() >= give_up:
-            return False
-        time.sleep(0.1)
+    return wait_until(lambda: not sql.turns_held(conversation_id=conversation_id, now=timezone.now()), timeout=timeout)
 
 
 @dataclass(frozen=True)
@@ -388,7 +353,7 @@ def turn_progress_record(*, claim: Claim) -> None:
 
 def turn_step_record(*, claim: Claim, steps: int) -> None:
     """Store how many model steps of the answer are complete (a retried attempt resumes after them)."""
-    rows_update(Turn, {"id": claim.turn_id, "lease_token": claim.lease_token}, {"steps": steps})
+    sql.turn_steps_set(turn_id=claim.turn_id, lease_token=claim.lease_token, steps=steps)
 
 
 def turns_reconcile() -> int:

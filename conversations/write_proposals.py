@@ -13,10 +13,10 @@ from typing import Any
 
 from django.db import transaction
 
-from conversations.eventlog import events_append, events_publish_sync
+from conversations.eventlog import events_append_published
 from conversations.events import write_proposal_updated
-from conversations.models import BrowserTask, Conversation, ConversationState
-from flarebot.core.errors import NotFound
+from conversations.models import BrowserTask
+from conversations.selectors import conversation_require_active
 from tools.models import ToolActivity, WriteProposal, WriteProposalState
 from tools.proposals import ProposalJson, proposal_json, write_proposal_decide
 from tools.registry import tools_reading_untrusted
@@ -41,15 +41,11 @@ def conversation_has_read_untrusted(*, conversation_id: uuid.UUID) -> bool:
 def write_proposal_answer(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID, confirm: bool) -> ProposalJson:
     """Take the owner's decision on a proposed write of this conversation; every tab hears it."""
     with transaction.atomic():
-        if not Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists():
-            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        conversation_require_active(conversation_id=conversation_id)
         proposal = write_proposal_decide(proposal_id=proposal_id, conversation_id=conversation_id, confirm=confirm)
         shown = proposal_json(proposal)
-        frames = events_append(
-            conversation_id=conversation_id,
-            events=[write_proposal_updated(turn_id=proposal.turn_id, proposal=dict(shown))],
-        )
-        transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
+        events = [write_proposal_updated(turn_id=proposal.turn_id, proposal=dict(shown))]
+        events_append_published(conversation_id=conversation_id, events=events)
     return shown
 
 

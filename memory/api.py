@@ -6,7 +6,6 @@ beside the owner's draft.
 
 from __future__ import annotations
 
-import re
 import uuid
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -15,28 +14,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from flarebot.core.api import StrictSerializer, StringField, VersionField, version_message
+from flarebot.core.api import StrictSerializer, StringField, VersionField, number_parse
 from flarebot.core.errors import InvalidInput
+from flarebot.core.ids import uuid_parse
 from flarebot.core.rows import MAX_VERSION
 from flarebot.core.schema import BODY_STATUSES, described, errors, list_of, path_id, text_rule, whole_number
 from memory import selectors, services
 
-_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_VERSION = re.compile(r"^[1-9][0-9]{0,9}$")
-
 
 def fact_id_parse(value: str) -> uuid.UUID:
     """Parse a fact id: a UUID in lowercase canonical form, or 400."""
-    if not _ID.match(value):
+    parsed = uuid_parse(value, lowercase=True)
+    if parsed is None:
         raise InvalidInput("The id is not a valid fact id (a lowercase UUID).", code="invalid_id")
-    return uuid.UUID(value)
-
-
-def version_parse(value: str | None) -> int:
-    """Parse a version from a query string, or 400."""
-    if value is None or not _VERSION.match(value) or int(value) > MAX_VERSION:
-        raise InvalidInput(version_message("version"), code="invalid_version")
-    return int(value)
+    return parsed
 
 
 CONTENT = text_rule(
@@ -122,7 +113,9 @@ class FactDetailApi(APIView):
     )
     def delete(self, request: Request, fact_id: str) -> Response:
         parsed_id = fact_id_parse(fact_id)
-        version = version_parse(request.query_params.get("version"))
+        version = number_parse(
+            request.query_params.get("version"), what="version", high=MAX_VERSION, code="invalid_version"
+        )
         if request.data not in ({}, None):
             raise InvalidInput("This request takes no body.", code="invalid")
         services.fact_delete(fact_id=parsed_id, version=version)

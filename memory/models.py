@@ -8,7 +8,7 @@ limit of active facts.
 Full-text search lives beside the table and is kept in step with every write by the
 database itself, in the same transaction (see the `0002_search` migration): an FTS5
 table maintained by triggers on SQLite, a generated `tsvector` column with a GIN index
-on PostgreSQL. `memory.rows` holds the statements that read them.
+on PostgreSQL. `memory.sql` holds the statements that read them.
 """
 
 from __future__ import annotations

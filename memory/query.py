@@ -5,7 +5,7 @@ A query is at most QUERY_MAX UTF-16 code units. It is cut into Unicode word toke
 English stop words dropped, duplicates dropped, and at most TOKENS_MAX kept. A token can
 only hold word characters, so quotes, `*`, `-`, `:`, parentheses and the like can never
 reach the database; `NEAR`, `OR`, `AND` and `NOT` are ordinary words (the last three are
-stop words). `memory.rows` combines the tokens with OR, each as a bound parameter.
+stop words). `memory.sql` combines the tokens with OR, each as a bound parameter.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from flarebot.core.times import iso
 from memory.errors import QueryTooLong
 from memory.models import Fact, FactState
 from memory.query import QUERY_MAX, query_tokens, utf16_prefix
-from memory.rows import FactMatch, facts_search
+from memory.sql import FactMatch, facts_search
 
 RESULTS_MAX = 8  # facts a search returns, and a turn's system prompt carries
 

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from flarebot.core.rows import transaction_lock
 from flarebot.core.text import (
     has_control_characters,
     has_disguising_characters,
@@ -26,11 +27,12 @@ from flarebot.core.text import (
 )
 from memory.errors import FactConflict, FactInvalid, FactNotFound, FactTooLong, MemoryFull, WriteAbandoned
 from memory.models import Fact, FactState
-from memory.rows import facts_add_lock
 from memory.selectors import fact_view
 
 MAX_FACTS = 200  # active facts; tombstones do not count
 MAX_CONTENT = 1_000  # UTF-16 code units, as browsers count
+# Held by every add until its transaction ends, so that the count under MAX_FACTS holds.
+FACTS_ADD_LOCK = "memory:facts-add"
 
 # The ids of facts that `remember` calls make: uuid5 of this namespace and "conversation:call".
 REMEMBER_NAMESPACE = uuid.UUID("5b0e3f4e-6a51-4f0b-9d55-0c7f2f6a1e2d")
@@ -81,7 +83,7 @@ def fact_create(*, content: str) -> Fact:
     """Add a fact (the owner's)."""
     content = fact_content_clean(content)
     with transaction.atomic():
-        facts_add_lock()
+        transaction_lock(FACTS_ADD_LOCK)
         return _add(fact_id=None, content=content)
 
 
@@ -93,7 +95,7 @@ def fact_remember(*, fact_id: uuid.UUID, content: str, proceed: Proceed = _alway
     """
     content = fact_content_clean(content)
     with transaction.atomic():
-        facts_add_lock()
+        transaction_lock(FACTS_ADD_LOCK)
         existing = Fact.objects.filter(id=fact_id).first()
         if existing is not None:
             return existing, False

@@ -5,7 +5,6 @@ A stale version is 409 `version_conflict` with the task as it is now in `error.c
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 
@@ -16,8 +15,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from flarebot.core.api import StrictSerializer, StringField, VersionField
+from flarebot.core.api import StrictSerializer, StringField, VersionField, number_parse
 from flarebot.core.errors import InvalidInput
+from flarebot.core.ids import uuid_parse
 from flarebot.core.rows import MAX_VERSION
 from flarebot.core.schema import (
     BODY_STATUSES,
@@ -33,21 +33,13 @@ from tasks import runs, selectors, services
 from tasks.models import RunSource, RunStatus
 from tasks.schedule import CRON_MAX
 
-_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
-
 
 def id_parse(value: Any, *, what: str = "id") -> uuid.UUID:
     """Parse an id: a UUID in lowercase canonical form, or 400."""
-    if not isinstance(value, str) or not _ID.match(value):
+    parsed = uuid_parse(value, lowercase=True)
+    if parsed is None:
         raise InvalidInput(f"{what}: not a valid id (a lowercase UUID).", code="invalid_id")
-    return uuid.UUID(value)
-
-
-def number_parse(value: str | None, *, what: str, high: int, code: str) -> int:
-    if value is None or not _NUMBER.match(value) or int(value) > high:
-        raise InvalidInput(f"{what}: a whole number from 1 to {high}.", code=code)
-    return int(value)
+    return parsed
 
 
 @extend_schema_field(OpenApiTypes.ANY)

@@ -33,13 +33,6 @@ class TaskNotFound(NotFound):
     default_message = "There is no such task; it may have been deleted."
 
 
-class ConversationNotFound(NotFound):
-    """A task's target conversation does not exist or is being deleted."""
-
-    code = "conversation_not_found"
-    default_message = "This conversation does not exist."
-
-
 class TaskConflict(Conflict):
     """The task changed since the version the request was based on; `current` is what it is now."""
 

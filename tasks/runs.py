@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from conversations.eventlog import EventFrame, events_append, events_publish_sync
+from conversations.eventlog import EventFrame, events_append, events_publish_after_commit, events_publish_sync
 from conversations.models import Conversation, ConversationState, Turn
 from conversations.turns import turn_cancel_one, turn_submit_unpublished
 from flarebot.core.errors import NotFound
@@ -40,11 +40,10 @@ from tasks.arming import (
     schedules_retire,
     task_schedule,
 )
-from tasks.errors import TaskNotFound
 from tasks.events import task_run_updated
 from tasks.models import UNFINISHED_RUN_STATUSES, RunSource, RunStatus, ScheduleKind, Task, TaskRun, TaskState
 from tasks.schedule import instant_text, occurrences_between
-from tasks.selectors import TURN_TO_RUN, run_view, status_after
+from tasks.selectors import TURN_TO_RUN, run_view, status_after, task_get
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +52,8 @@ GRACE = timedelta(minutes=5)  # how late an occurrence may still run
 # worker's); a duplicate fire this close to the next occurrence runs that one early, once.
 EARLY = timedelta(seconds=1)
 DISPATCH_TRIES = 3  # tries of the fire's dispatch job; reconciliation may add one more
+DISPATCH_JOB = "tasks.jobs.task_run_dispatch"  # the tries after the first, RETRY_SECONDS apart
+RETRY_SECONDS = 2
 RECOVERY_AFTER = timedelta(seconds=10)  # a run still without its turn this long gets reconciliation's try
 LOST_FIRE_AFTER = timedelta(seconds=60)  # an armed occurrence this far past whose fire never came
 RECONCILE_BATCH = 200
@@ -83,9 +84,7 @@ def _append(run: TaskRun) -> list[EventFrame]:
 
 def _announce(run: TaskRun, *, before: list[EventFrame] | None = None) -> None:
     """Append `task_run.updated` (in the caller's transaction) and publish it after commit, after `before`."""
-    conversation_id = run.conversation_id
-    frames = [*(before or []), *_append(run)]
-    transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
+    events_publish_after_commit(conversation_id=run.conversation_id, frames=[*(before or []), *_append(run)])
 
 
 def _new_run(
@@ -105,11 +104,6 @@ def _new_run(
         missed_count=missed,
     )
     return run, _append(run)
-
-
-def _publish_after_commit(conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
-    if frames:
-        transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
 
 
 @dataclass(frozen=True)
@@ -180,7 +174,7 @@ def task_fire(*, task_id: uuid.UUID, intended_at: datetime | None = None, publis
         task.save(update_fields=["consumed", "armed_at", "periodic_task", "scheduling_error", "updated_at"])
         conversation_id = task.conversation.id
         if run is None or publish:
-            _publish_after_commit(conversation_id, frames)
+            events_publish_after_commit(conversation_id=conversation_id, frames=frames)
             frames = []
         return Fired(run.id, conversation_id, frames) if run is not None else None
 
@@ -192,19 +186,12 @@ def run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: uuid.
     """
     occurrence = occurrence_manual(task_id, request_id)
     with transaction.atomic():
-        tasks = Task.objects.select_for_update().filter(
-            id=task_id, state=TaskState.ACTIVE, conversation__state=ConversationState.ACTIVE
-        )
-        if conversation_id is not None:
-            tasks = tasks.filter(conversation_id=conversation_id)
-        task = tasks.first()
-        if task is None:
-            raise TaskNotFound()
+        task = task_get(task_id=task_id, conversation_id=conversation_id, locked=True)
         existing = TaskRun.objects.filter(occurrence=occurrence).first()
         if existing is not None:
             return existing
         run, frames = _new_run(task, occurrence=occurrence, source=RunSource.MANUAL, intended_at=timezone.now())
-        _publish_after_commit(run.conversation_id, frames)
+        events_publish_after_commit(conversation_id=run.conversation_id, frames=frames)
         return run
 
 
@@ -212,14 +199,23 @@ def task_run_now(*, task_id: uuid.UUID, request_id: uuid.UUID, conversation_id: 
     """Run a task now (outside any transaction): record the run, then dispatch it; replays return it as it is."""
     run = run_now(task_id=task_id, request_id=request_id, conversation_id=conversation_id)
     if run.status == RunStatus.PENDING and run.turn_id is None:
-        try:
-            run = run_dispatch(run_id=run.id) or run
-        except Exception:
-            logger.warning("dispatch of task run %s failed; trying again", run.id, exc_info=True)
-            current_app.send_task(
-                "tasks.jobs.task_run_dispatch", args=[str(run.id)], kwargs={"attempt": 2}, countdown=2
-            )
+        run = run_dispatch_try(run_id=run.id) or run
     return run
+
+
+def run_dispatch_try(*, run_id: uuid.UUID, attempt: int = 1, fired: Fired | None = None) -> TaskRun | None:
+    """Try a run's dispatch, with the events of the fire that recorded it; the job tries again (DISPATCH_TRIES)."""
+    try:
+        return run_dispatch(run_id=run_id, unpublished=fired.frames if fired is not None else None)
+    except Exception:
+        if fired is not None:
+            events_publish_sync(conversation_id=fired.conversation_id, frames=fired.frames)
+        if attempt >= DISPATCH_TRIES:
+            logger.warning("dispatch of task run %s failed %d times; reconciliation may try once more", run_id, attempt)
+            return None
+        logger.warning("dispatch of task run %s failed; trying again", run_id, exc_info=True)
+        current_app.send_task(DISPATCH_JOB, [str(run_id)], {"attempt": attempt + 1}, countdown=RETRY_SECONDS)
+        return None
 
 
 def _discard(run: TaskRun, status: str, code: str, *, before: list[EventFrame] | None = None) -> None:
@@ -245,7 +241,7 @@ def run_dispatch(*, run_id: uuid.UUID, unpublished: list[EventFrame] | None = No
         if task is None or run is None:
             return None
         if run.status != RunStatus.PENDING or run.turn_id is not None:
-            _publish_after_commit(run.conversation_id, earlier)
+            events_publish_after_commit(conversation_id=run.conversation_id, frames=earlier)
             return run
         if (
             task.state != TaskState.ACTIVE
@@ -296,9 +292,8 @@ def _project(run_id: uuid.UUID, observed: str) -> bool:
 
 def runs_project_turn(*, turn_id: uuid.UUID, status: str) -> None:
     """Project a turn's new status onto the run that started it, if a run did."""
-    for run_id in TaskRun.objects.filter(turn_id=turn_id, status__in=UNFINISHED_RUN_STATUSES).values_list(
-        "id", flat=True
-    ):
+    runs = TaskRun.objects.filter(turn_id=turn_id, status__in=UNFINISHED_RUN_STATUSES)
+    for run_id in runs.values_list("id", flat=True):
         _project(run_id, TURN_TO_RUN[status])
 
 

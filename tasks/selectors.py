@@ -8,18 +8,16 @@ reader here, before its tombstone is written.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypedDict
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from conversations.models import ConversationState, Turn
-from flarebot.core.errors import InvalidInput
+from flarebot.core.pages import page_newest_first
 from flarebot.core.times import iso
 from tasks.arming import task_schedule
 from tasks.errors import TaskNotFound
@@ -126,10 +124,13 @@ def task_view(task: Task, *, previous: TaskRun | bool | None = False) -> TaskJso
     }
 
 
+def _active() -> QuerySet[Task]:
+    """Active tasks of active conversations: the only ones any reader or writer sees."""
+    return Task.objects.filter(state=TaskState.ACTIVE, conversation__state=ConversationState.ACTIVE)
+
+
 def _visible() -> QuerySet[Task]:
-    return Task.objects.filter(state=TaskState.ACTIVE, conversation__state=ConversationState.ACTIVE).select_related(
-        "periodic_task__clocked"
-    )
+    return _active().select_related("periodic_task__clocked")
 
 
 def task_list(*, conversation_id: uuid.UUID | None = None) -> list[Task]:
@@ -140,9 +141,9 @@ def task_list(*, conversation_id: uuid.UUID | None = None) -> list[Task]:
     return list(tasks.order_by("-created_at", "-id"))
 
 
-def task_get(*, task_id: uuid.UUID, conversation_id: uuid.UUID | None = None) -> Task:
-    """Return an active task (of this conversation, when given), or TaskNotFound."""
-    tasks = _visible().filter(id=task_id)
+def task_get(*, task_id: uuid.UUID, conversation_id: uuid.UUID | None = None, locked: bool = False) -> Task:
+    """Return an active task (of this conversation, when given), or TaskNotFound; `locked` locks its row till commit."""
+    tasks = (_active().select_for_update() if locked else _visible()).filter(id=task_id)
     if conversation_id is not None:
         tasks = tasks.filter(conversation_id=conversation_id)
     task = tasks.first()
@@ -167,33 +168,8 @@ class RunPage:
     next_cursor: str | None
 
 
-def _cursor(run: TaskRun) -> str:
-    raw = f"{run.created_at.isoformat()}|{run.id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _cursor_parse(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        if len(cursor) > 200:
-            raise ValueError
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created, row_id = raw.split("|")
-        at = datetime.fromisoformat(created)
-        if at.tzinfo is None:
-            raise ValueError
-        return at.astimezone(UTC), uuid.UUID(row_id)
-    except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError) as error:
-        raise InvalidInput("before: not a cursor this endpoint returned.", code="invalid_cursor") from error
-
-
 def run_page(*, task_id: uuid.UUID, limit: int, before: str | None) -> RunPage:
     """Return up to `limit` runs of an active task, newest first (creation time, then id), before the cursor."""
     task_get(task_id=task_id)
-    rows = TaskRun.objects.filter(task_id=task_id)
-    if before is not None:
-        at, row_id = _cursor_parse(before)
-        rows = rows.filter(Q(created_at__lt=at) | Q(created_at=at, id__lt=row_id))
-    page = list(rows.order_by("-created_at", "-id")[: limit + 1])
-    more = len(page) > limit
-    page = page[:limit]
-    return RunPage(runs_view(page), _cursor(page[-1]) if more else None)
+    page, next_cursor = page_newest_first(TaskRun.objects.filter(task_id=task_id), limit=limit, before=before)
+    return RunPage(runs_view(page), next_cursor)

@@ -24,7 +24,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from conversations.errors import ConversationNotFound
 from conversations.models import Conversation, ConversationState
+from flarebot.core.rows import transaction_lock
 from flarebot.core.text import (
     has_control_characters,
     has_disguising_characters,
@@ -33,16 +35,17 @@ from flarebot.core.text import (
     utf16_length,
 )
 from tasks.arming import schedule_arm, schedule_disarm
-from tasks.errors import ConversationNotFound, TaskConflict, TaskIdConflict, TaskInvalid, TaskNotFound, TasksFull
+from tasks.errors import TaskConflict, TaskIdConflict, TaskInvalid, TasksFull
 from tasks.models import ScheduleKind, Task, TaskState
 from tasks.runs import runs_cancel_unfinished
 from tasks.schedule import Schedule, schedule_parse
-from tasks.selectors import task_view
+from tasks.selectors import task_get, task_view
 
 MAX_TASKS = 100  # active tasks; tombstones do not count
 NAME_MAX = 120  # UTF-16 code units
 INSTRUCTIONS_MAX = 8_000
-_ADD_LOCK_KEY = int.from_bytes(b"tasks", "big")
+# Held by every creation until its transaction ends, so that the count under MAX_TASKS holds.
+TASKS_ADD_LOCK = "tasks:tasks-add"
 
 
 @dataclass(frozen=True)
@@ -115,14 +118,6 @@ def _apply(task: Task, data: TaskInput) -> None:
     task.timezone = data.schedule.timezone if data.schedule.kind == "cron" else ""
 
 
-def _add_lock() -> None:
-    """Serialise creations until the caller's transaction ends, so the limit's count holds (SQLite: IMMEDIATE)."""
-    connection = transaction.get_connection()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADD_LOCK_KEY])
-
-
 def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID, data: TaskInput) -> tuple[Task, bool]:
     """Create a task under the client's id; return it and whether it is new.
 
@@ -132,7 +127,7 @@ def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID, data: TaskInp
     digest = _creation_hash(conversation_id, data)
     now = timezone.now()
     with transaction.atomic():
-        _add_lock()
+        transaction_lock(TASKS_ADD_LOCK)
         existing = Task.objects.select_for_update().filter(id=task_id).first()
         if existing is not None:
             if existing.state == TaskState.DELETED:
@@ -157,18 +152,6 @@ def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID, data: TaskInp
         schedule_arm(task, after=now)
         task.save(update_fields=["armed_at", "periodic_task", "scheduling_error"])
         return task, True
-
-
-def _locked_active(task_id: uuid.UUID, conversation_id: uuid.UUID | None) -> Task:
-    tasks = Task.objects.select_for_update().filter(
-        id=task_id, state=TaskState.ACTIVE, conversation__state=ConversationState.ACTIVE
-    )
-    if conversation_id is not None:
-        tasks = tasks.filter(conversation_id=conversation_id)
-    task = tasks.first()
-    if task is None:
-        raise TaskNotFound()
-    return task
 
 
 def _stale(task: Task, expected_version: int) -> None:
@@ -197,7 +180,7 @@ def task_update(
     data = task_input_clean(name=name, instructions=instructions, schedule=schedule, enabled=enabled)
     now = timezone.now()
     with transaction.atomic():
-        task = _locked_active(task_id, conversation_id)
+        task = task_get(task_id=task_id, conversation_id=conversation_id, locked=True)
         _stale(task, expected_version)
         unchanged_once = (
             data.schedule.kind == "once"

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypedDict
 
-from django.db import transaction
 from django.utils import timezone
 
-from flarebot.core.rows import column, table, to_db
 from flarebot.core.times import iso
 from tools.models import ActivityStatus, ToolActivity
 from tools.registry import tool_get
+from tools.sql import activities_unfinished_exist
 
 logger = logging.getLogger(__name__)
 
@@ -224,7 +223,7 @@ def activities_reopen(*, conversation_id: uuid.UUID, turn_id: uuid.UUID, calls: 
 
 def activities_interrupt(*, turn_id: uuid.UUID) -> list[ActivityJson]:
     """Mark the turn's unfinished activities interrupted (their worker died); return them."""
-    if not _unfinished_exist(turn_id):
+    if not activities_unfinished_exist(turn_id=turn_id, finished=FINISHED):
         return []  # the common case, checked in plain SQL: every turn's end asks
     rows = list(ToolActivity.objects.select_for_update().filter(turn_id=turn_id).exclude(status__in=FINISHED))
     interrupted = []
@@ -234,18 +233,6 @@ def activities_interrupt(*, turn_id: uuid.UUID) -> list[ActivityJson]:
         activity_store(activity)
         interrupted.append(activity.as_json())
     return interrupted
-
-
-def _unfinished_exist(turn_id: uuid.UUID) -> bool:
-    a = ToolActivity
-    finished = ", ".join(["%s"] * len(FINISHED))
-    sql = (
-        f"SELECT 1 FROM {table(a)} WHERE {column(a, 'turn_id')} = %s"  # noqa: S608
-        f" AND {column(a, 'status')} NOT IN ({finished}) LIMIT 1"
-    )
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute(sql, [to_db(a, "turn_id", turn_id), *sorted(FINISHED)])
-        return cursor.fetchone() is not None
 
 
 def activities_delete(*, conversation_id: uuid.UUID) -> None:

@@ -1,8 +1,9 @@
 """Browser tasks as the conversation sees them: proposals, the owner's controls, the task's model loop.
 
 - `services`: what the owner and the chat model do (propose, start, dismiss, answer a
-  critical point, cancel) and the task's durable lifecycle (claim, steps, pause, finish,
-  projection, reconciliation, deletion).
+  critical point, cancel).
+- `lifecycle`: the task's durable lifecycle (claim, steps, pause, finish, projection,
+  reconciliation, deletion).
 - `runner`: the task's own model loop on a worker's engine loop, driving the browser side
   (`tools.browser_tasks`) with the conversation's current model and key.
 - `live_view`: the sign-in handoff's screenshots and the owner's input.

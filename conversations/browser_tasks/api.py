@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from conversations import selectors, turns
 from conversations.browser_tasks import services
 from conversations.browser_tasks.selectors import browser_tasks_list
+from conversations.errors import ConversationNotFound
 from conversations.models import BrowserTaskStatus, CriticalPointKind, ProposalState
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import NotFound
@@ -93,7 +94,7 @@ class BrowserTaskListApi(APIView):
     def get(self, request: Request, conversation_id: str) -> Response:
         listed = browser_tasks_list(conversation_id=parse_uuid(conversation_id, what="conversation id"))
         if listed is None:
-            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+            raise ConversationNotFound()
         return Response(listed)
 
     @extend_schema(
@@ -112,8 +113,7 @@ class BrowserTaskListApi(APIView):
         body = BrowserTaskStartInput(data=request.data)
         body.is_valid(raise_exception=True)
         proposal_id = parse_uuid(body.validated_data["proposal_id"], what="proposal_id")
-        if selectors.conversation_get_active(conversation_id=parsed) is None:
-            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        selectors.conversation_require_active(conversation_id=parsed)
         task = services.browser_task_start(conversation_id=parsed, proposal_id=proposal_id)
         return Response({"task_id": str(task.id), "status": task.status}, status=status.HTTP_202_ACCEPTED)
 
@@ -131,8 +131,7 @@ class AgentApi(APIView):
         body = AgentCancelInput(data=request.data)
         body.is_valid(raise_exception=True)
         conversation_id = parse_uuid(body.validated_data["session_id"], what="session_id")
-        if selectors.conversation_get_active(conversation_id=conversation_id) is None:
-            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        selectors.conversation_require_active(conversation_id=conversation_id)
         turn_id = turns.turn_cancel(conversation_id=conversation_id)
         task_id = services.browser_task_cancel(conversation_id=conversation_id)
         if turn_id is None and task_id is None:

@@ -22,17 +22,15 @@ The task's own lifecycle (claim, steps, pause, finish, projection) is in `lifecy
 
 from __future__ import annotations
 
-import logging
 import uuid
 from dataclasses import dataclass
 
-from celery import current_app
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations.browser_tasks import lifecycle
-from conversations.engine.cancel_bus import publish_cancel
-from conversations.eventlog import EventFrame, events_append, events_publish_sync
+from conversations.cancel_bus import publish_cancel
+from conversations.eventlog import events_append_published
 from conversations.events import (
     NewEvent,
     browser_task_dismissed,
@@ -45,19 +43,18 @@ from conversations.models import (
     BrowserTask,
     BrowserTaskProposal,
     BrowserTaskStatus,
-    Conversation,
     ConversationState,
     CriticalPoint,
     CriticalPointKind,
     CriticalPointState,
     ProposalState,
 )
+from conversations.selectors import conversation_require_active
 from flarebot.core.errors import Conflict, InvalidInput, NotFound
+from flarebot.core.ids import uuid_parse
 from flarebot.core.text import has_control_characters, line_breaks_normalize, utf16_length
 from tools.network.policy import Refused, url_check
 from tools.web.leases import browser_lease_holder, browser_lease_wake_request
-
-logger = logging.getLogger(__name__)
 
 GOAL_MAX = 2_000
 START_URL_MAX = 2_048
@@ -68,19 +65,6 @@ SIGN_IN_CONTINUE = "continue"
 # A reply to a task whose context another worker keeps: that worker is woken at once; this
 # job follows after a moment and takes over (closing that context first) if it did not.
 WAKE_FALLBACK_SECONDS = 3.0
-RUN_JOB = "conversations.jobs.browser_task_run"
-
-
-def _publish_after_commit(conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
-    transaction.on_commit(lambda: events_publish_sync(conversation_id=conversation_id, frames=frames))
-
-
-def task_run_enqueue(task_id: uuid.UUID, *, countdown: float = 0.0) -> None:
-    """Send the durable job that runs (or resumes) a task; never raises (reconciliation retries)."""
-    try:
-        current_app.send_task(RUN_JOB, args=[str(task_id)], countdown=countdown or None)
-    except Exception:
-        logger.warning("could not enqueue browser task %s; reconciliation retries it", task_id, exc_info=True)
 
 
 def _text_problem(text: str, *, limit: int, what: str) -> str | None:
@@ -131,8 +115,7 @@ def browser_task_propose(
     if problem is not None:
         raise InvalidInput(problem, code="invalid_proposal")
     with transaction.atomic():
-        if not Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists():
-            raise NotFound("This conversation does not exist.", code="conversation_not_found")
+        conversation_require_active(conversation_id=conversation_id)
         existing = BrowserTaskProposal.objects.filter(turn_id=turn_id, tool_call_id=tool_call_id[:128]).first()
         if existing is not None:
             return existing
@@ -150,7 +133,7 @@ def browser_task_propose(
         event = browser_task_proposed(
             proposal_id=proposal.id, goal=goal, start_url=start_url, restrictions=list(restrictions)
         )
-        _publish_after_commit(conversation_id, events_append(conversation_id=conversation_id, events=[event]))
+        events_append_published(conversation_id=conversation_id, events=[event])
     return proposal
 
 
@@ -195,8 +178,8 @@ def browser_task_start(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID) ->
             )
             events: list[NewEvent] = [browser_task_started(task_id=task.id, proposal_id=proposal.id)]
             events += lifecycle.task_card_events(task, progress="Starting the browser")
-            _publish_after_commit(conversation_id, events_append(conversation_id=conversation_id, events=events))
-            transaction.on_commit(lambda: task_run_enqueue(task.id))
+            events_append_published(conversation_id=conversation_id, events=events)
+            transaction.on_commit(lambda: lifecycle.task_run_enqueue(task.id))
     except IntegrityError:
         # Another start of this conversation won the race for its one unfinished task.
         raise Conflict("Another browser task of this conversation is unfinished.", code="task_unfinished") from None
@@ -209,10 +192,9 @@ def browser_task_dismiss(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID) 
         proposal = _proposal_locked(conversation_id=conversation_id, proposal_id=proposal_id)
         proposal.state = ProposalState.DISMISSED
         proposal.save(update_fields=["state", "updated_at"])
-        frames = events_append(
+        events_append_published(
             conversation_id=conversation_id, events=[browser_task_dismissed(proposal_id=proposal.id)]
         )
-        _publish_after_commit(conversation_id, frames)
 
 
 @dataclass(frozen=True)
@@ -227,14 +209,6 @@ class Reply:
     def __post_init__(self) -> None:
         if self.response is not None:
             object.__setattr__(self, "response", line_breaks_normalize(self.response))
-
-
-def _point_id(raw: str) -> uuid.UUID | None:
-    try:
-        parsed = uuid.UUID(raw)
-    except (ValueError, AttributeError):
-        return None
-    return parsed if str(parsed) == raw.lower() else None
 
 
 def _reply_refusal(point: CriticalPoint, reply: Reply) -> InvalidInput | None:
@@ -258,7 +232,7 @@ def _reply_refusal(point: CriticalPoint, reply: Reply) -> InvalidInput | None:
 
 def critical_point_answer(*, conversation_id: uuid.UUID, reply: Reply) -> uuid.UUID:
     """Store the owner's answer to a task's open critical point and resume the task; return the task id."""
-    point_id = _point_id(reply.critical_point_id)
+    point_id = uuid_parse(reply.critical_point_id)
     if point_id is None:
         raise NotFound("No browser task is waiting for an answer to this question.", code="unknown_critical_point")
     with transaction.atomic():
@@ -287,7 +261,7 @@ def critical_point_answer(*, conversation_id: uuid.UUID, reply: Reply) -> uuid.U
         lifecycle.task_resume_with(task, point)
         events: list[NewEvent] = [critical_point_resolved(task_id=task.id, critical_point_id=point.id)]
         events += lifecycle.task_card_events(task, progress="Resuming after your answer")
-        _publish_after_commit(conversation_id, events_append(conversation_id=conversation_id, events=events))
+        events_append_published(conversation_id=conversation_id, events=events)
         context_lease_id = task.context_lease_id
         transaction.on_commit(lambda: _resume(task.id, context_lease_id))
     return task.id
@@ -297,9 +271,9 @@ def _resume(task_id: uuid.UUID, context_lease_id: uuid.UUID | None) -> None:
     """Wake the worker that keeps the task's context, with the durable job as a fallback."""
     held = browser_lease_holder(lease_id=context_lease_id) if context_lease_id is not None else None
     if held is not None and held[0] == "open" and browser_lease_wake_request(lease_id=context_lease_id):  # type: ignore[arg-type]
-        task_run_enqueue(task_id, countdown=WAKE_FALLBACK_SECONDS)
+        lifecycle.task_run_enqueue(task_id, countdown=WAKE_FALLBACK_SECONDS)
     else:
-        task_run_enqueue(task_id)
+        lifecycle.task_run_enqueue(task_id)
 
 
 def browser_task_cancel(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
@@ -313,7 +287,8 @@ def browser_task_cancel(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
         if task is None:
             return None
         BrowserTask.objects.filter(id=task.id).update(cancel_requested=True)
-        if task.status == BrowserTaskStatus.PAUSED or not lifecycle.lease_live(task):
+        held = lifecycle.browser_tasks_held(BrowserTask.objects.filter(id=task.id))
+        if task.status == BrowserTaskStatus.PAUSED or not held:
             lifecycle.task_end_locked(task, BrowserTaskStatus.CANCELLED, lifecycle.CANCELLED_SUMMARY)
             return task.id
     publish_cancel(task.id)  # its worker stops it between two actions
@@ -322,7 +297,7 @@ def browser_task_cancel(*, conversation_id: uuid.UUID) -> uuid.UUID | None:
 
 def browser_input_check(*, conversation_id: uuid.UUID, task_id: uuid.UUID, critical_point_id: str) -> None:
     """Refuse the owner's live-view input unless it names the task's open sign-in point."""
-    point_id = _point_id(critical_point_id)
+    point_id = uuid_parse(critical_point_id)
     open_sign_in = point_id is not None and (
         CriticalPoint.objects.filter(
             id=point_id,

@@ -10,34 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
 
 from django.db import DatabaseError, transaction
 
 from conversations import sql
 from conversations.engine.stream_store import StreamStore
+from conversations.engine.writes import StreamWrite
 from conversations.eventlog import EventFrame, events_insert
-from conversations.events import NewEvent
 from conversations.models import Conversation
 from flarebot.core.database import db
-from tools.activity import Activity, activity_store
+from tools.activity import activity_store
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StreamWrite:
-    conversation_id: uuid.UUID
-    turn_id: uuid.UUID
-    lease_token: str
-    message_id: uuid.UUID
-    parts: list[dict[str, Any]]
-    events: list[NewEvent]
-    activities: tuple[Activity, ...] = ()  # tool activity stored with the events announcing it
 
 
 def _write_one(write: StreamWrite) -> int | None:
@@ -73,12 +59,11 @@ def _write_batch(writes: list[StreamWrite]) -> list[list[EventFrame] | None]:
 def _write_batch_once(writes: list[StreamWrite], *, isolated: bool) -> list[list[EventFrame] | None]:
     firsts: list[int | None] = []
     with transaction.atomic():
-        if transaction.get_connection().vendor == "postgresql":
-            # Streamed text is written every 40 ms; waiting for each WAL flush would
-            # bound every stream by the disk's fsync latency. A PostgreSQL crash can lose
-            # the last fraction of a second of deltas (the turn is then recovered like
-            # any interrupted one); a worker crash loses nothing committed.
-            sql.synchronous_commit_off_for_transaction()
+        # Streamed text is written every 40 ms; waiting for each WAL flush would bound
+        # every stream by the disk's fsync latency. A PostgreSQL crash can lose the last
+        # fraction of a second of deltas (the turn is then recovered like any interrupted
+        # one); a worker crash loses nothing committed.
+        sql.synchronous_commit_off_for_transaction()
         for write in writes:
             if isolated:
                 try:

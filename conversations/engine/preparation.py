@@ -13,7 +13,7 @@ from conversations.engine.tool_calls import rerun_calls_of
 from conversations.eventlog import EventFrame, events_append
 from conversations.events import NewEvent, activity_events, message_replaced, tool_finished
 from conversations.model_settings import TurnModel, turn_model_snapshot
-from conversations.models import Message, MessageRole, Turn
+from conversations.models import Message, MessageRole, Turn, answer_ordinal, user_message_ordinal
 from conversations.providers.base import INTERRUPTED_OUTPUT, ToolCall
 from conversations.sql import transcript_until
 from conversations.turns import Claim, turn_attempt_restart, turn_claim
@@ -81,16 +81,24 @@ def _prepare(
     """Read the transcript and this turn's answer so far, inside the caller's transaction."""
     if steps is None or cancel is None:
         steps, cancel = Turn.objects.filter(id=claim.turn_id).values_list("steps", "cancel_requested").get()
-    fields: dict[str, Any] = {"conversation_id": claim.conversation_id, "ordinal": 2 * claim.ordinal + 1, "parts": []}
+    fields: dict[str, Any] = {
+        "conversation_id": claim.conversation_id,
+        "ordinal": answer_ordinal(claim.ordinal),
+        "parts": [],
+    }
     assistant_id: uuid.UUID
     if first_attempt:
         now, assistant_id = timezone.now(), uuid.uuid4()
         answer = {"id": assistant_id, "turn_id": claim.turn_id, "role": MessageRole.ASSISTANT.value, **fields}
         answer |= {"created_at": now, "updated_at": now}
-        transcript = transcript_until(conversation_id=claim.conversation_id, ordinal=2 * claim.ordinal, answer=answer)
+        transcript = transcript_until(
+            conversation_id=claim.conversation_id, ordinal=user_message_ordinal(claim.ordinal), answer=answer
+        )
         parts: list[dict[str, Any]] = []
     else:
-        transcript = transcript_until(conversation_id=claim.conversation_id, ordinal=2 * claim.ordinal)
+        transcript = transcript_until(
+            conversation_id=claim.conversation_id, ordinal=user_message_ordinal(claim.ordinal)
+        )
         assistant, _ = Message.objects.get_or_create(turn_id=claim.turn_id, role=MessageRole.ASSISTANT, defaults=fields)
         assistant_id, parts = assistant.id, list(assistant.parts)
     transcript = messages_with_decisions(conversation_id=claim.conversation_id, transcript=transcript)

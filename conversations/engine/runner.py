@@ -19,10 +19,11 @@ from typing import Any
 
 from django.conf import settings
 
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from conversations.engine.preparation import Prepared, attempt_restart, attempt_start
 from conversations.engine.tool_calls import TurnTools, rerun_tool_calls, run_tool_calls
-from conversations.engine.writer import LeaseLost, TranscriptWriter
+from conversations.engine.writer import TranscriptWriter
+from conversations.errors import LeaseLost
 from conversations.eventlog import events_publish
 from conversations.models import TurnStatus
 from conversations.providers.base import ModelRequest, StepFinished, StreamEvent, TextDelta, ToolCall, ToolDefinition

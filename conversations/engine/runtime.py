@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
+from conversations.cancel_bus import CancelListener
+from conversations.doorbell import DoorbellListener
 from conversations.engine.batcher import write_batcher_install
-from conversations.engine.cancel_bus import CancelListener
-from conversations.engine.doorbell import DoorbellListener
 from conversations.engine.runner import run_turn
 from conversations.engine.stream_store import StreamStore
 from flarebot.core.database import connect_database_threads

@@ -13,23 +13,18 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from conversations import sql
+from conversations.engine.writes import StreamWrite
 from conversations.eventlog import EventFrame, event_frame_of
 from conversations.models import TurnStatus
 
-if TYPE_CHECKING:
-    from conversations.engine.batcher import StreamWrite
-
 logger = logging.getLogger(__name__)
 
-# Settings Django passes to psycopg that only Django's own (synchronous) cursors understand.
-_DJANGO_ONLY_PARAMS = ("cursor_factory", "context")
 APPLICATION_NAME = "flarebot-stream-writes"  # how its sessions show in pg_stat_activity
 
 
@@ -66,19 +61,14 @@ class StreamStore:
     @classmethod
     def for_default_database(cls) -> StreamStore | None:
         """A store for the configured database if it is PostgreSQL; None otherwise."""
-        connection = connections[DEFAULT_DB_ALIAS]
-        if connection.vendor != "postgresql":
-            return None
-        params = connection.get_connection_params()
-        for name in _DJANGO_ONLY_PARAMS:
-            params.pop(name, None)
-        return cls({**params, "application_name": APPLICATION_NAME})
+        params = sql.stream_connection_params()
+        return None if params is None else cls({**params, "application_name": APPLICATION_NAME})
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
         if self._connection is None or self._connection.closed:
             connection = await psycopg.AsyncConnection.connect(**self._params, autocommit=True)
             # Commits without waiting for the WAL flush, as the threaded path's (batcher.py says why).
-            await connection.execute("SET synchronous_commit TO off")
+            await connection.execute(sql.STREAM_SESSION_SETUP)
             self._connection = connection
         return self._connection
 

@@ -14,7 +14,9 @@ from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from conversations.engine.batcher import StreamWrite, write_batcher
+from conversations.engine.batcher import write_batcher
+from conversations.engine.writes import StreamWrite
+from conversations.errors import LeaseLost
 from conversations.eventlog import events_publish
 from conversations.events import NewEvent, text_delta
 from conversations.turns import Claim, turn_progress_record, turn_step_record
@@ -24,10 +26,6 @@ from tools.activity import Activity
 
 WINDOW_SECONDS = 0.04
 WINDOW_CHARS = 300
-
-
-class LeaseLost(Exception):
-    """Another attempt owns this turn now (or it was deleted): stop without writing."""
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import IO, Any
 
@@ -14,6 +15,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from flarebot.core.errors import FlarebotError, InvalidInput, error_body
+from flarebot.core.ids import uuid_parse
 from flarebot.core.json_input import JsonRefused, json_parse
 from flarebot.core.rows import MAX_VERSION
 
@@ -89,12 +91,8 @@ class StrictSerializer(serializers.Serializer):
 
 def parse_uuid(value: str, *, what: str = "id") -> uuid.UUID:
     """Parse a canonical (hyphenated, any case) UUID from a path or body, or raise 400."""
-    try:
-        parsed = uuid.UUID(value)
-    except ValueError:
-        parsed = None
-    # uuid.UUID also takes "urn:", braces and stray hyphens; only the canonical form is an id.
-    if parsed is None or str(parsed) != value.lower():
+    parsed = uuid_parse(value)
+    if parsed is None:
         raise InvalidInput(f"The {what} is not a valid UUID.", code="invalid_id")
     return parsed
 
@@ -114,9 +112,24 @@ class StringField(serializers.Field):
         return str(value)
 
 
+def number_message(name: str, high: int) -> str:
+    """What a refused whole number is told, for a body field or a query parameter alike."""
+    return f"{name}: a whole number from 1 to {high}."
+
+
 def version_message(name: str) -> str:
     """What a refused version is told, for a body field or a query parameter alike."""
-    return f"{name}: a whole number from 1 to {MAX_VERSION}."
+    return number_message(name, MAX_VERSION)
+
+
+_WHOLE_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
+
+
+def number_parse(value: str | None, *, what: str, high: int, code: str) -> int:
+    """Parse a query parameter's whole number from 1 to `high` (ASCII digits, no sign or leading zero), or 400."""
+    if value is None or not _WHOLE_NUMBER.match(value) or int(value) > high:
+        raise InvalidInput(number_message(what, high), code=code)
+    return int(value)
 
 
 @extend_schema_field(OpenApiTypes.INT)

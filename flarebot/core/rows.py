@@ -1,11 +1,13 @@
-"""Plain SQL for the few statements on the streaming hot path.
+"""The toolkit of plain SQL: what each app's `sql` module builds its statements with.
 
 Submitting a message, starting a turn and storing a streamed window run thousands of
 times a minute under load, and building the same ORM query each time costs several times
-the CPU the database spends on it. These helpers keep
-such statements readable and portable (PostgreSQL and SQLite): names come from the
-models, values are converted by the models' own fields, and the statements stay in the
-services that own the rules. Everything else uses the ORM.
+the CPU the database spends on it. Where a measurement asked for plain SQL, the
+statements live in one module per app, always named `sql` (`conversations.sql`,
+`memory.sql`, `tools.sql`, `flarebot.core.sql`), with the app's vendor branches. These
+helpers keep them readable and portable (PostgreSQL and SQLite): names come from the
+models, values are converted by the models' own fields. Everything else uses the ORM.
+`transaction_lock` is here as well: the one lock that a count under a limit is read with.
 """
 
 from __future__ import annotations
@@ -204,6 +206,9 @@ def rows_update(model: type[models.Model], where: Mapping[str, Any], values: Map
 
 def transaction_lock(key: str) -> None:
     """Hold a lock named `key` until the current transaction ends: its holders run one at a time.
+
+    The one such lock: a count that a limit compares (facts, tasks, a client's sign-in
+    attempts) is read under it, so that two writers cannot both see room for one more.
 
     PostgreSQL: a transaction-scoped advisory lock on a 64-bit hash of the key (another key
     with the same hash would only wait as well). SQLite: every transaction here begins

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from tests.support.engine import PROVIDERS, Provider, engine_cleanup, provider_use
 
 

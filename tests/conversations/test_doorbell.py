@@ -14,8 +14,8 @@ import pytest
 import redis
 from django.utils import timezone
 
-from conversations.engine import doorbell
-from conversations.engine.doorbell import DoorbellListener, doorbell_ring
+from conversations import doorbell
+from conversations.doorbell import DoorbellListener, doorbell_ring
 from conversations.engine.runtime import EngineRuntime
 from conversations.models import Event, Message, Turn
 from conversations.services import conversation_create

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from asgiref.sync import async_to_sync
 
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from conversations.models import Conversation, Event, Message, Turn
 from tests.support.engine import append_events_by_hand, engine_cleanup, provider_use, run
 from tests.support.fake_providers import HttpError, Text

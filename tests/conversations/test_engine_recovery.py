@@ -16,7 +16,7 @@ import redis
 from django.conf import settings as django_settings
 from django.utils import timezone
 
-from conversations.engine import doorbell
+from conversations import doorbell
 from conversations.models import Message, Turn
 from conversations.turns import turn_cancel, turn_claim, turn_submit, turns_reconcile
 from tests.support.engine import (

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from memory.models import Fact
 from tasks.models import Task
 from tests.support.engine import (

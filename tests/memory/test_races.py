@@ -13,10 +13,10 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
+from flarebot.core.rows import transaction_lock
 from memory import services
 from memory.errors import FactConflict, MemoryFull
 from memory.models import Fact, FactState
-from memory.rows import facts_add_lock
 from tests.support.threads import in_threads, postgres_lock_awaited
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -94,7 +94,7 @@ def test_a_second_add_waits_for_the_first_and_the_limit_holds():
         from django.db import transaction
 
         with transaction.atomic():
-            facts_add_lock()
+            transaction_lock(services.FACTS_ADD_LOCK)
             fact = Fact.objects.create(content="the 200th")
             holding.set()
             assert release.wait(30)

@@ -14,7 +14,7 @@ from memory import selectors, services
 from memory.errors import QueryTooLong
 from memory.models import Fact
 from memory.query import STOP_WORDS, query_tokens
-from memory.rows import fts5_match
+from memory.sql import fts5_match
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from channels.db import database_sync_to_async
 
 from conversations.browser_tasks import lifecycle, services
 from conversations.browser_tasks.runner import browser_task_run
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from conversations.models import BrowserTask, CriticalPoint, Event
 from conversations.services import conversation_create
 from tests.support.fake_providers import Call, FakeProviders, Recorded, Step

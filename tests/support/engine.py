@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from channels.db import database_sync_to_async
 from django.db import transaction
 
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from conversations.engine.runner import run_turn
 from conversations.eventlog import events_append
 from conversations.model_settings import model_configuration_set, provider_key_set

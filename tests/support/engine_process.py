@@ -36,7 +36,7 @@ def crash_tools(record: Path, *, work_seconds: float) -> list[Tool]:
 
 
 async def _run(turn_id: uuid.UUID) -> None:
-    from conversations.engine.cancel_bus import CancelListener
+    from conversations.cancel_bus import CancelListener
     from conversations.engine.runner import run_turn
 
     await run_turn(turn_id, cancels=CancelListener())

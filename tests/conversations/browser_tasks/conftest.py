@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from tests.support.engine import engine_cleanup, provider_use
 from tests.tools.web.conftest import _stay_on_the_machine, dns, web, web_server
 from tools.browser_tasks.kept import kept_sessions

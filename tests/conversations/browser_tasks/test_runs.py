@@ -473,7 +473,7 @@ async def test_each_step_sends_the_brief_the_steps_so_far_and_the_current_page_w
 
 
 async def test_a_task_stops_at_its_action_limit(anthropic, fake_providers, cancels, web, monkeypatch):
-    monkeypatch.setattr(runner, "MAX_ACTIONS", 2)
+    monkeypatch.setattr(runner.loop, "MAX_ACTIONS", 2)
     conversation_id = await new_conversation()
     task_id = await shop_task(web, conversation_id)
     fake_providers.script(*[step("scroll", direction="down") for _ in range(3)])

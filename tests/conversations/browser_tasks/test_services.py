@@ -348,7 +348,7 @@ def test_a_running_task_is_only_flagged_its_worker_ends_it(conversation):
 def test_reconciliation_projects_an_outcome_whose_projection_failed_and_requeues_orphans(conversation, monkeypatch):
     task, _ = paused_task(conversation)
     with monkeypatch.context() as broken, transaction.atomic():
-        broken.setattr(lifecycle, "browser_task_project", lambda **kw: (_ for _ in ()).throw(RuntimeError("down")))
+        broken.setattr(lifecycle.end, "browser_task_project", lambda **kw: (_ for _ in ()).throw(RuntimeError("down")))
         lifecycle.task_end_locked(BrowserTask.objects.select_for_update().get(id=task.id), "failed", "Broke.")
     assert BrowserTask.objects.get(id=task.id).projected_at is None
 

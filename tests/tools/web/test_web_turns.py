@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from conversations.engine.cancel_bus import CancelListener
+from conversations.cancel_bus import CancelListener
 from conversations.instructions import DEFAULT_INSTRUCTIONS, PRODUCT_RULES, system_prompt
 from conversations.model_settings import key_unreadable_message, provider_key_set
 from conversations.models import ProviderKey

@@ -12,6 +12,10 @@ that no live attempt holds then: a turn the doorbell started needs no task (were
 to die, its lease would expire and reconciliation would requeue it, as for any running turn),
 and a burst of task deliveries in the workers delays every stream there. If this process
 dies in that moment, reconciliation requeues the queued turn.
+
+Both ends live here, beside the turn services rather than in `engine/`: the services ring
+(`turns.enqueue_turn`) and the engine listens (`DoorbellListener`), and the services never
+import the engine that runs them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The memory app's hand-written SQL: full-text search on each database, and the add lock.
+"""The memory app's hand-written SQL: full-text search on each database.
 
 The search structures are the migration's (`0002_search`): an FTS5 table on SQLite, a
 generated `tsvector` column with a GIN index on PostgreSQL. Query tokens come from
@@ -20,8 +20,6 @@ from memory.models import Fact, FactState
 # The FTS5 table and the tsvector column the migration made (not model fields).
 SQLITE_SEARCH_TABLE = "memory_fact_search"
 POSTGRESQL_SEARCH_COLUMN = "search"
-# pg_advisory_xact_lock key of "adding a fact": ASCII "memory" as an integer.
-_ADD_LOCK_KEY = int.from_bytes(b"memory", "big")
 
 
 class FactMatch(TypedDict):
@@ -73,14 +71,3 @@ def facts_search(*, tokens: list[str], limit: int) -> list[FactMatch]:
         {"id": str(from_db(f, "id", row_id)), "content": row_content, "version": row_version}
         for row_id, row_content, row_version in rows
     ]
-
-
-def facts_add_lock() -> None:
-    """Serialise adding facts until the caller's transaction ends, so the limit's count holds.
-
-    SQLite needs nothing: its transactions here begin IMMEDIATE, one writer at a time.
-    """
-    connection = transaction.get_connection()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADD_LOCK_KEY])

@@ -1,7 +1,9 @@
 """Cancellation reaches a running turn through Redis pub/sub, within well under a second.
 
 The database flag `Turn.cancel_requested` is the truth, checked at claim and between
-steps; this bus only makes a worker notice it while it is streaming.
+steps; this bus only makes a worker notice it while it is streaming. Both ends live here,
+outside `engine/`: the services that cancel publish, the engine (and a browser task's
+runner) listens, and the services never import the engine that runs them.
 """
 
 from __future__ import annotations

@@ -1,0 +1,101 @@
+"""Conversation search: the entries of names and messages, and their full-text match.
+
+The structures are the migration's (`0006_search_index`): an FTS5 table on SQLite, a
+`tsvector` column on PostgreSQL; each vendor's query is here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from conversations.models import Conversation, ConversationState, SearchEntry
+from flarebot.core.rows import column, from_db, table, to_db
+
+SQLITE_SEARCH_TABLE = "conversations_search"
+POSTGRESQL_SEARCH_COLUMN = "search"
+
+
+def search_entries_upsert(*, conversation_id: uuid.UUID, entries: Sequence[tuple[uuid.UUID | None, str]]) -> None:
+    """Store the searchable text of messages (or, with None, of the conversation's name); replace what was there."""
+    s = SearchEntry
+    now = timezone.now()
+    with transaction.get_connection().cursor() as cursor:
+        for message_id, text in entries:
+            target = (
+                f"({column(s, 'message')})"
+                if message_id is not None
+                else f"({column(s, 'conversation')}) WHERE {column(s, 'message')} IS NULL"
+            )
+            cursor.execute(
+                f"INSERT INTO {table(s)} ({column(s, 'id')}, {column(s, 'created_at')}, {column(s, 'updated_at')},"  # noqa: S608
+                f" {column(s, 'conversation')}, {column(s, 'message')}, {column(s, 'text')})"
+                f" VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT {target}"
+                f" DO UPDATE SET {column(s, 'text')} = excluded.{column(s, 'text')},"
+                f" {column(s, 'updated_at')} = excluded.{column(s, 'updated_at')}"
+                # Unchanged text (a name indexed again as each turn ends) is not rewritten.
+                f" WHERE {table(s)}.{column(s, 'text')} <> excluded.{column(s, 'text')}",
+                [
+                    to_db(s, "id", uuid.uuid4()),
+                    to_db(s, "created_at", now),
+                    to_db(s, "updated_at", now),
+                    to_db(s, "conversation", conversation_id),
+                    to_db(s, "message", message_id),
+                    text,
+                ],
+            )
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    conversation_id: uuid.UUID
+    message_id: uuid.UUID | None
+    snippet: str
+
+
+def search_entries_match(*, tokens: Sequence[str], limit: int) -> list[SearchHit]:
+    """Entries of active conversations matching any token, best first, each with a plain-text snippet."""
+    if not tokens:
+        return []
+    s, c = SearchEntry, Conversation
+    conversation, message = column(s, "conversation"), column(s, "message")
+    active = f"JOIN {table(c)} c ON c.{column(c, 'id')} = e.{conversation} AND c.{column(c, 'state')} = %s"
+    connection = transaction.get_connection()
+    if connection.vendor == "sqlite":
+        search = f'"{SQLITE_SEARCH_TABLE}"'
+        match = " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)
+        sql = (
+            f"SELECT e.{conversation}, e.{message}, m.snip FROM ("  # noqa: S608
+            f"SELECT rowid, rank, snippet({search}, 1, '', '', '…', 24) AS snip FROM {search}"
+            f" WHERE {search} MATCH %s ORDER BY rank LIMIT %s) AS m"
+            f" JOIN {table(s)} e ON e.rowid = m.rowid {active} ORDER BY m.rank, e.{column(s, 'id')} LIMIT %s"
+        )
+        # More than `limit` candidates: some may belong to conversations being deleted.
+        params: list[Any] = [match, limit * 4, ConversationState.ACTIVE.value, limit]
+    elif connection.vendor == "postgresql":
+        vector = f'e."{POSTGRESQL_SEARCH_COLUMN}"'
+        either = " || ".join(["plainto_tsquery('english', %s)"] * len(tokens))
+        options = 'StartSel="",StopSel="",MaxWords=24,MinWords=8,MaxFragments=1,FragmentDelimiter=" … "'
+        sql = (
+            f"WITH terms AS MATERIALIZED (SELECT {either} AS q), hits AS ("  # noqa: S608
+            f"SELECT e.{conversation} AS conversation, e.{message} AS message, e.{column(s, 'text')} AS text,"
+            f" ts_rank({vector}, terms.q) AS rank, e.{column(s, 'id')} AS id FROM terms, {table(s)} e {active}"
+            f" WHERE {vector} @@ terms.q ORDER BY rank DESC, id LIMIT %s)"
+            f" SELECT conversation, message, ts_headline('english', text, terms.q, %s) FROM hits, terms"
+            f" ORDER BY rank DESC, id"
+        )
+        params = [*tokens, ConversationState.ACTIVE.value, limit, options]
+    else:
+        raise NotImplementedError(f"conversation search on {connection.vendor}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [
+        SearchHit(from_db(s, "conversation", row[0]), from_db(s, "message", row[1]), " ".join(row[2].split()))
+        for row in rows
+    ]
