@@ -1,4 +1,4 @@
-"""JSON API of conversations: list, create, rename, delete."""
+"""JSON API of conversations: list, create, rename, clear, delete."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import selectors, services
+from conversations.clearing import conversation_clear
 from conversations.search import RESULTS_MAX, conversations_search
 from conversations.serializers import conversation_json
 from conversations.services import NAME_MAX_UTF16
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
+from flarebot.core.errors import InvalidInput
 from flarebot.core.schema import BODY_STATUSES, described, errors, list_of, path_id, text_rule
 from memory.query import QUERY_MAX
 
@@ -119,3 +121,24 @@ class ConversationDetailApi(APIView):
     def delete(self, request: Request, conversation_id: str) -> Response:
         services.conversation_delete(conversation_id=parse_uuid(conversation_id, what="conversation id"))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(parameters=[path_id("conversation_id")])
+class ConversationClearApi(APIView):
+    @extend_schema(
+        request=None,
+        description=(
+            "Clears the history: the active answer and an unfinished browser task are stopped, then the "
+            "messages, tool activities, sources, search entries, proposals, browser tasks and events go; "
+            "the conversation keeps its name. Its sockets receive `conversation.cleared`."
+        ),
+        responses={
+            200: ConversationOutput,
+            **errors(*BODY_STATUSES, 404, 409, e409="`clear_busy`: the answer did not stop in time; nothing cleared."),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        parsed_id = parse_uuid(conversation_id, what="conversation id")
+        if request.data not in ({}, None):
+            raise InvalidInput("The clear request takes no body.", code="invalid")
+        return Response(conversation_json(conversation_clear(conversation_id=parsed_id)))

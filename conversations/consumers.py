@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from conversations import eventlog, selectors, turns
 from conversations.browser_tasks import services as browser_tasks
+from conversations.clearing import conversation_clear
 from conversations.eventlog import EventFrame, EventsPublished
 from conversations.events import BrowserFrame, BrowserInput, browser_input_group, conversation_group
 from conversations.frames import BrowserInputFrame, ClientFrame, frame_session_check, parse_client_frame
@@ -98,6 +99,11 @@ def _submit(conversation_id: uuid.UUID, request_id: str, text: str) -> turns.Sub
 def _cancel_all(conversation_id: uuid.UUID) -> None:
     turns.turn_cancel(conversation_id=conversation_id)
     browser_tasks.browser_task_cancel(conversation_id=conversation_id)
+
+
+@_as_owner
+def _clear(conversation_id: uuid.UUID) -> None:
+    conversation_clear(conversation_id=conversation_id)
 
 
 @_as_owner
@@ -269,6 +275,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await eventlog.events_publish(conversation_id=conversation_id, frames=submitted.frames)
         elif frame["type"] == "cancel_agent":
             await _cancel_all(key, conversation_id)
+        elif frame["type"] == "clear_history":
+            await _clear(key, conversation_id)
         elif frame["type"] == "critical_point_response":
             reply = browser_tasks.Reply(
                 frame["critical_point_id"], response=frame["response"], approve=frame.get("approve")

@@ -35,6 +35,8 @@ class EventKind(enum.StrEnum):
     BROWSER_TASK_DISMISSED = "browser_task.dismissed"  # an addition: the owner dismissed a proposal
     # An addition: the owner confirmed or dismissed a write a tainted turn proposed (memory, a task).
     WRITE_PROPOSAL_UPDATED = "write_proposal.updated"
+    # An addition: the owner cleared the history; every earlier event is gone, start over.
+    CONVERSATION_CLEARED = "conversation.cleared"
 
 
 # An event to append: its kind, the turn it belongs to (if any), and its data.

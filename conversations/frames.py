@@ -28,6 +28,12 @@ class CancelAgentFrame(TypedDict):
     type: Literal["cancel_agent"]
 
 
+class ClearHistoryFrame(TypedDict):
+    """An addition: clear the conversation's history (answered by the `conversation.cleared` event)."""
+
+    type: Literal["clear_history"]
+
+
 class CriticalPointResponseFrame(TypedDict, total=False):
     type: Literal["critical_point_response"]
     critical_point_id: str
@@ -63,6 +69,7 @@ class BrowserInputFrame(TypedDict):
 ClientFrame = (
     UserMessageFrame
     | CancelAgentFrame
+    | ClearHistoryFrame
     | CriticalPointResponseFrame
     | EmailConsentResponseFrame
     | BrowserTaskConfirmFrame
@@ -73,6 +80,7 @@ ClientFrame = (
 _FIELDS: dict[str, dict[str, type]] = {
     "user_message": {"request_id": str, "text": str},
     "cancel_agent": {},
+    "clear_history": {},
     "critical_point_response": {"critical_point_id": str, "response": str},
     "email_consent_response": {"critical_point_id": str, "consent": bool},
     "browser_task_confirm": {"proposal_id": str},

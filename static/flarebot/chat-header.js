@@ -104,8 +104,12 @@ select.addEventListener("change", async () => {
   }
 });
 
-// Export: links to the API's downloads of the shown conversation.
+// Export: links to the API's downloads of the shown conversation. Clear history: after a
+// confirmation, the server stops what runs and removes the history; every tab (this one
+// too) starts over when the `conversation.cleared` event arrives.
+let shownId = null;
 hooks.selected = (id) => {
+  shownId = id;
   exportMenu.open = false;
   exportMenu.hidden = !id;
   if (!id) return;
@@ -114,6 +118,21 @@ hooks.selected = (id) => {
 };
 exportMenu.addEventListener("click", (event) => {
   if (event.target.closest("a")) exportMenu.open = false;
+});
+$("clear-history").addEventListener("click", async () => {
+  exportMenu.open = false;
+  const id = shownId;
+  const name = $("conversation-title").textContent;
+  const question =
+    `Clear the history of “${name}”? Its messages, tool cards, browser tasks and search entries are ` +
+    "removed (a running answer is stopped first); the conversation and its name stay. This cannot be undone.";
+  if (!id || !confirm(question)) return;
+  try {
+    await call("POST", `/api/conversations/${id}/clear/`);
+    announce("History cleared.");
+  } catch (error) {
+    notify(error.message);
+  }
 });
 exportMenu.addEventListener("keydown", (event) => {
   if (event.key === "Escape" && exportMenu.open) {

@@ -246,6 +246,11 @@ export class EventStream {
       return;
     }
     this.lastSequence = sequence;
+    if (frame.event === "conversation.cleared") {
+      // Every earlier event is gone: show the conversation as the server now has it.
+      this.resync();
+      return;
+    }
     if (this.tasks.onEvent(frame)) {
       this.placeTaskCards();
       this.changed();

@@ -397,3 +397,41 @@ def test_it_learns_from_the_close_code_that_a_conversation_went_while_the_server
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
     assert list_reads == []
     forgive(page_errors, "ERR_CONNECTION_REFUSED", "ERR_EMPTY_RESPONSE", "ERR_CONNECTION_RESET")
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_clear_history_empties_the_transcript_in_every_tab_and_keeps_the_name(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, width: int
+) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": width, "height": 800})
+    fake_providers.script([Text("Pack the blue suitcase.")])
+    conversation_id = live_owner.create_conversation("Holiday plans")
+    open_conversation(page, conversation_id)
+    send(page, "What should I pack?")
+    expect(last_answer(page)).to_have_text("Pack the blue suitcase.")
+    other = page.context.new_page()
+    open_conversation(other, conversation_id)
+    expect(last_answer(other)).to_have_text("Pack the blue suitcase.")
+
+    page.locator("#export summary").click()
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.get_by_role("button", name="Clear history…").click()
+    expect(last_answer(page)).to_have_text("Pack the blue suitcase.")  # declined: nothing changed
+    assert len(live_owner.messages(conversation_id)["messages"]) == 2
+
+    page.locator("#export summary").click()
+    screenshot(page, f"chat-clear-history-menu-{width}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Clear history…").click()
+
+    for tab in (page, other):
+        expect(tab.locator("#transcript .msg")).to_have_count(0)
+        expect(tab.locator("#empty-state")).to_be_visible()
+        expect(tab.locator("#conversation-title")).to_have_text("Holiday plans")
+    assert live_owner.messages(conversation_id)["messages"] == []
+    screenshot(page, f"chat-cleared-{width}")
+    page.reload()
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    expect(page.locator("#transcript .msg")).to_have_count(0)
+    other.close()
