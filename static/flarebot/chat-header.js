@@ -128,7 +128,8 @@ $("clear-history").addEventListener("click", async () => {
     "removed (a running answer is stopped first); the conversation and its name stay. This cannot be undone.";
   if (!id || !confirm(question)) return;
   try {
-    await call("POST", `/api/conversations/${id}/clear/`);
+    // The server first waits for a running answer to stop (at most the tools' grace and 5 s).
+    await call("POST", `/api/conversations/${id}/clear/`, undefined, { within: 60_000 });
     announce("History cleared.");
   } catch (error) {
     notify(error.message);

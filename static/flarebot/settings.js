@@ -237,8 +237,15 @@ import { tasksSection } from "./tasks.js";
   const system = systemSection();
   const tasks = tasksSection();
 
+  const pageStatus = byId("page-status");
+  const retry = byId("page-retry");
+  let loads = 0; // a late answer of an older load never overwrites a newer one
+
   async function load() {
-    const pageStatus = byId("page-status");
+    const mine = ++loads;
+    retry.hidden = true;
+    pageStatus.hidden = false;
+    say(pageStatus, "Loading…");
     const [catalogView, settings, instructions, facts, taskList] = await Promise.allSettled([
       api("GET", "/api/settings/model/catalog/"),
       api("GET", "/api/settings/model/"),
@@ -247,6 +254,7 @@ import { tasksSection } from "./tasks.js";
       system.load(),
       tasks.load(),
     ]);
+    if (mine !== loads) return;
     const failures = [catalogView, settings, instructions, facts, taskList].filter((r) => r.status === "rejected");
     if (catalogView.status === "fulfilled" && settings.status === "fulfilled") {
       catalog = catalogView.value.providers;
@@ -255,11 +263,13 @@ import { tasksSection } from "./tasks.js";
       for (const form of keyForms) busy(form.querySelectorAll("input, button"), false);
     }
     if (instructions.status === "fulfilled") {
-      showInstructions(instructions.value, { replaceDraft: true });
+      // A retry keeps what the owner typed meanwhile.
+      showInstructions(instructions.value, { replaceDraft: saved === null || textarea.value === saved });
       busy(instructionControls, false);
     }
     if (failures.length) {
-      say(pageStatus, `Some settings could not be loaded: ${failures[0].reason.message} Reload to try again.`, "error");
+      say(pageStatus, `Some settings could not be loaded: ${failures[0].reason.message}`, "error");
+      retry.hidden = false;
     } else {
       pageStatus.hidden = true;
       say(pageStatus, "");
@@ -267,6 +277,7 @@ import { tasksSection } from "./tasks.js";
     document.body.dataset.ready = "1";
   }
 
+  retry.addEventListener("click", () => load());
   accountSection();
   load();
 })();

@@ -7,12 +7,13 @@ up as a console error and fail the test (see `page_errors` in conftest).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from playwright.sync_api import Page, Response, expect
+from playwright.sync_api import Page, Response, Route, expect
 
 from conversations import instructions, model_settings
 from conversations.models import ModelConfiguration, ProviderKey
@@ -430,3 +431,43 @@ def test_a_key_that_no_longer_opens_says_unreadable_and_asks_for_it_again(settin
 
     expect(form.locator("[data-role=message]")).to_have_text("Key saved: Anthropic accepted it.")
     expect(form.locator("[data-role=state]")).to_have_text("Verified")
+
+
+def test_a_call_the_server_never_answers_fails_in_time_with_retry_and_its_late_answer_is_ignored(
+    settings_page: Page,
+) -> None:
+    page = settings_page
+    instructions.instructions_set(text="The instructions the server holds now.")
+    held: list[Route] = []
+
+    def hold_the_first(route: Route) -> None:
+        if not held:
+            held.append(route)  # never answered: the server "hangs" on this call
+        else:
+            route.continue_()
+
+    page.route("**/api/settings/instructions/", hold_the_first)
+    page.reload()
+
+    status = page.locator("#page-status")
+    expect(status).to_contain_text("The server did not answer within 20 s.", timeout=30_000)
+    retry = page.get_by_role("button", name="Retry")
+    expect(retry).to_be_visible()
+    expect(page.locator("#model-select")).to_be_enabled()  # what did answer is usable meanwhile
+    page.set_viewport_size({"width": 375, "height": 800})
+    screenshot(page, "settings-not-answered-375")
+
+    retry.click()
+
+    expect(page.locator("#instructions-text")).to_have_value("The instructions the server holds now.")
+    expect(retry).to_be_hidden()
+    expect(status).to_be_hidden()
+    # The first call's answer arriving now changes nothing: that call was abandoned.
+    with contextlib.suppress(Exception):
+        held[0].fulfill(
+            status=200,
+            content_type="application/json",
+            body='{"effective": "STALE", "default": "", "customized": true, "modified_at": null, "rules": ""}',
+        )
+    page.wait_for_timeout(300)
+    expect(page.locator("#instructions-text")).to_have_value("The instructions the server holds now.")
