@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 
@@ -24,17 +25,23 @@ def free_port() -> int:
 def claim_redis_db(base_url: str, run_id: str) -> str:
     """Claim an unused Redis database number (1-15) for this run, flush it, return its URL.
 
-    Every run claims with SET NX, so two runs on one machine never share a database; a
-    claim left by a crashed run expires. A process of a run that claimed already (a
-    command started with the run's id) gets the run's own database back.
+    Every run claims with SET NX, so two runs on one machine never share a database. The
+    claim names the run, its host and the process that made it: a process of a run that
+    claimed already (a command started with the run's id) gets the run's own database back,
+    and a claim whose process on this host is gone (a run that was killed) is taken over at
+    once instead of waiting for it to expire.
     """
     base_url = base_url.rstrip("/")
     clients = [redis.Redis.from_url(f"{base_url}/{db}") for db in range(1, 16)]
     for db, client in enumerate(clients, start=1):
-        if client.get(CLAIM_KEY) == run_id.encode():
+        if _run_of(client.get(CLAIM_KEY)) == run_id:
             return f"{base_url}/{db}"
+    claim = f"{run_id} {socket.gethostname()} {os.getpid()}"
     for db, client in enumerate(clients, start=1):
-        if client.set(CLAIM_KEY, run_id, nx=True, ex=CLAIM_SECONDS):
+        held = client.get(CLAIM_KEY)
+        if held is not None and _abandoned(held):
+            client.eval(_DELETE_IF_SAME, 1, CLAIM_KEY, held)
+        if client.set(CLAIM_KEY, claim, nx=True, ex=CLAIM_SECONDS):
             for key in client.scan_iter(count=1000):
                 if key != CLAIM_KEY.encode():
                     client.delete(key)
@@ -42,8 +49,33 @@ def claim_redis_db(base_url: str, run_id: str) -> str:
     raise RuntimeError("no free Redis database for this test run (all 15 are claimed)")
 
 
+# Delete the claim only if it is still the abandoned one read (another run may have taken it).
+_DELETE_IF_SAME = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+def _run_of(held: bytes | None) -> str | None:
+    return held.decode(errors="replace").split(" ")[0] if held is not None else None
+
+
+def _abandoned(held: bytes) -> bool:
+    """Whether a claim's process was on this host and is gone (a claim that names none waits to expire)."""
+    parts = held.decode(errors="replace").split(" ")
+    if len(parts) != 3 or not parts[2].isdigit():
+        return False
+    host, pid = parts[1], int(parts[2])
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def release_redis_db(url: str, run_id: str) -> None:
     """Empty the run's Redis database and give up the claim."""
     client = redis.Redis.from_url(url)
-    if client.get(CLAIM_KEY) == run_id.encode():
+    if _run_of(client.get(CLAIM_KEY)) == run_id:
         client.flushdb()
