@@ -49,8 +49,8 @@ def a_dead_pid() -> int:
     return process.pid
 
 
-def claims(url: str) -> dict[int, bytes | None]:
-    return {db: redis.Redis.from_url(f"{url}/{db}").get(CLAIM_KEY) for db in range(1, 16)}
+def claims(url: str) -> dict[int, bytes]:
+    return {db: bytes(redis.Redis.from_url(f"{url}/{db}").get(CLAIM_KEY) or b"") for db in range(1, 16)}
 
 
 def test_a_run_gets_its_own_database_back_and_another_run_gets_another(server):

@@ -53,13 +53,17 @@ def claim_redis_db(base_url: str, run_id: str) -> str:
 _DELETE_IF_SAME = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
 
-def _run_of(held: bytes | None) -> str | None:
-    return held.decode(errors="replace").split(" ")[0] if held is not None else None
+def _text(held: bytes | str) -> str:
+    return held.decode(errors="replace") if isinstance(held, bytes) else held
 
 
-def _abandoned(held: bytes) -> bool:
+def _run_of(held: bytes | str | None) -> str | None:
+    return _text(held).split(" ")[0] if held is not None else None
+
+
+def _abandoned(held: bytes | str) -> bool:
     """Whether a claim's process was on this host and is gone (a claim that names none waits to expire)."""
-    parts = held.decode(errors="replace").split(" ")
+    parts = _text(held).split(" ")
     if len(parts) != 3 or not parts[2].isdigit():
         return False
     host, pid = parts[1], int(parts[2])
