@@ -49,8 +49,9 @@ def a_dead_pid() -> int:
     return process.pid
 
 
-def claims(url: str) -> dict[int, bytes]:
-    return {db: bytes(redis.Redis.from_url(f"{url}/{db}").get(CLAIM_KEY) or b"") for db in range(1, 16)}
+def claims(url: str) -> dict[int, str]:
+    held = {db: redis.Redis.from_url(f"{url}/{db}", decode_responses=True).get(CLAIM_KEY) for db in range(1, 16)}
+    return {db: str(value or "") for db, value in held.items()}
 
 
 def test_a_run_gets_its_own_database_back_and_another_run_gets_another(server):
@@ -69,8 +70,8 @@ def test_the_claim_of_a_killed_run_is_taken_over_and_a_live_ones_is_kept(server)
     url = claim_redis_db(server, "new-run")
 
     assert url.endswith("/15")
-    assert claims(server)[15].startswith(b"new-run ")
-    assert all(claims(server)[db].startswith(b"live-") for db in range(1, 15))
+    assert claims(server)[15].startswith("new-run ")
+    assert all(claims(server)[db].startswith("live-") for db in range(1, 15))
 
 
 def test_a_claim_that_names_no_process_waits_to_expire(server):
