@@ -58,6 +58,15 @@ SearchOutput = inline_serializer(
                     "conversation": ConversationOutput,
                     "message_id": serializers.UUIDField(allow_null=True),
                     "snippet": serializers.CharField(allow_blank=True),
+                    "highlights": serializers.ListField(
+                        child=serializers.ListField(
+                            child=serializers.IntegerField(min_value=0), min_length=2, max_length=2
+                        ),
+                        help_text="The matched words' places in the snippet: [start, end) in UTF-16 code units.",
+                    ),
+                    "matches": serializers.IntegerField(
+                        min_value=1, help_text="How many entries (messages, the name) of the conversation matched."
+                    ),
                 },
             ),
             max_length=RESULTS_MAX,

@@ -4,7 +4,8 @@ The query rules are memory search's (`memory.query`): at most 1,000 UTF-16 code 
 Unicode word tokens with English stop words dropped, at most 24, OR-combined, never read
 as query syntax; at most 50 results, best first, each with a plain-text snippet. What is
 searchable is written when a turn ends (its messages) and when a conversation is named,
-so an answer is never re-indexed while it streams.
+so an answer is never re-indexed while it streams. A conversation is one result: its best
+matching entry, with the matched words marked, and how many of its entries matched.
 """
 
 from __future__ import annotations
@@ -26,11 +27,38 @@ class SearchResult(TypedDict):
     conversation: dict[str, Any]
     message_id: str | None
     snippet: str
+    # Additions: the matched words' places in the snippet ([start, end) in UTF-16 code units,
+    # as a browser's string indexes), and how many entries of the conversation matched.
+    highlights: list[list[int]]
+    matches: int
 
 
 def message_text(parts: list[dict[str, Any]]) -> str:
     """The searchable text of a message: its text parts (tool calls are not searched)."""
-    return "\n".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text").strip()
+    return _unmarked("\n".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text"))
+
+
+def _unmarked(text: str) -> str:
+    """Text to index, without the characters that mark matches in snippets."""
+    return text.replace(sql.MARK_START, "").replace(sql.MARK_END, "").strip()
+
+
+def snippet_marks(marked: str) -> tuple[str, list[list[int]]]:
+    """Split a marked snippet into its plain text and the UTF-16 ranges of its matched words."""
+    plain: list[str] = []
+    highlights: list[list[int]] = []
+    position, start = 0, None
+    for ch in marked:
+        if ch == sql.MARK_START:
+            start = position
+        elif ch == sql.MARK_END:
+            if start is not None and position > start:
+                highlights.append([start, position])
+            start = None
+        else:
+            plain.append(ch)
+            position += 2 if ord(ch) > 0xFFFF else 1
+    return "".join(plain), highlights
 
 
 def search_index_turn(*, turn_id: uuid.UUID, conversation_id: uuid.UUID) -> None:
@@ -42,13 +70,13 @@ def search_index_turn(*, turn_id: uuid.UUID, conversation_id: uuid.UUID) -> None
     name = Conversation.objects.filter(id=conversation_id).values_list("name", flat=True).first()
     entries: list[tuple[uuid.UUID | None, str]] = [(m_id, text) for m_id, text in texts if text]
     if name is not None:
-        entries.append((None, name))
+        entries.append((None, _unmarked(name)))
     sql.search_entries_upsert(conversation_id=conversation_id, entries=entries)
 
 
 def search_index_name(*, conversation_id: uuid.UUID, name: str) -> None:
     """Make a conversation's (new) name searchable."""
-    sql.search_entries_upsert(conversation_id=conversation_id, entries=[(None, name)])
+    sql.search_entries_upsert(conversation_id=conversation_id, entries=[(None, _unmarked(name))])
 
 
 def conversations_search(*, query: str) -> list[SearchResult]:
@@ -57,12 +85,18 @@ def conversations_search(*, query: str) -> list[SearchResult]:
         raise InvalidInput(f"q: must be 1-{QUERY_MAX} characters and not blank.", code="invalid_query")
     hits = sql.search_entries_match(tokens=query_tokens(query), limit=RESULTS_MAX)
     conversations = {c.id: c for c in Conversation.objects.filter(id__in={hit.conversation_id for hit in hits})}
-    return [
-        SearchResult(
-            conversation=conversation_json(conversations[hit.conversation_id]),
-            message_id=str(hit.message_id) if hit.message_id else None,
-            snippet=hit.snippet,
+    results = []
+    for hit in hits:
+        if hit.conversation_id not in conversations:
+            continue
+        snippet, highlights = snippet_marks(hit.snippet)
+        results.append(
+            SearchResult(
+                conversation=conversation_json(conversations[hit.conversation_id]),
+                message_id=str(hit.message_id) if hit.message_id else None,
+                snippet=snippet,
+                highlights=highlights,
+                matches=hit.matches,
+            )
         )
-        for hit in hits
-        if hit.conversation_id in conversations
-    ]
+    return results

@@ -29,7 +29,7 @@ from conversations.sql.claim import (
     turns_held,
     turns_lease_over,
 )
-from conversations.sql.search import SearchHit, search_entries_match, search_entries_upsert
+from conversations.sql.search import MARK_END, MARK_START, SearchHit, search_entries_match, search_entries_upsert
 from conversations.sql.sequences import sequences_allocate
 from conversations.sql.stream import (
     STREAM_SESSION_SETUP,
@@ -50,6 +50,8 @@ from conversations.sql.turns import (
 )
 
 __all__ = [
+    "MARK_END",
+    "MARK_START",
     "STREAM_SESSION_SETUP",
     "AttemptLimits",
     "Claimed",

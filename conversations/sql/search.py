@@ -51,42 +51,63 @@ def search_entries_upsert(*, conversation_id: uuid.UUID, entries: Sequence[tuple
             )
 
 
+# Where a snippet marks a matched word (private-use characters, removed from indexed text).
+MARK_START, MARK_END = "\ue000", "\ue001"
+
+
 @dataclass(frozen=True)
 class SearchHit:
     conversation_id: uuid.UUID
     message_id: uuid.UUID | None
-    snippet: str
+    snippet: str  # plain text, with each matched word between MARK_START and MARK_END
+    matches: int  # how many entries of the conversation matched (its name counts as one)
 
 
 def search_entries_match(*, tokens: Sequence[str], limit: int) -> list[SearchHit]:
-    """Entries of active conversations matching any token, best first, each with a plain-text snippet."""
+    """The best matching entry of each active conversation matching any token, best first.
+
+    One row per conversation (its best entry, with a snippet, and how many of its entries
+    matched), at most `limit`: window functions rank the entries within each conversation.
+    """
     if not tokens:
         return []
     s, c = SearchEntry, Conversation
-    conversation, message = column(s, "conversation"), column(s, "message")
+    conversation, message, entry_id = column(s, "conversation"), column(s, "message"), column(s, "id")
     active = f"JOIN {table(c)} c ON c.{column(c, 'id')} = e.{conversation} AND c.{column(c, 'state')} = %s"
     connection = transaction.get_connection()
     if connection.vendor == "sqlite":
         search = f'"{SQLITE_SEARCH_TABLE}"'
         match = " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)
         sql = (
-            f"SELECT e.{conversation}, e.{message}, m.snip FROM ("  # noqa: S608
-            f"SELECT rowid, rank, snippet({search}, 1, '', '', '…', 24) AS snip FROM {search}"
-            f" WHERE {search} MATCH %s ORDER BY rank LIMIT %s) AS m"
-            f" JOIN {table(s)} e ON e.rowid = m.rowid {active} ORDER BY m.rank, e.{column(s, 'id')} LIMIT %s"
+            f"WITH m AS (SELECT rowid, rank FROM {search} WHERE {search} MATCH %s),"  # noqa: S608
+            f" hits AS (SELECT e.{conversation} AS conversation, e.{message} AS message, e.rowid AS entry,"
+            f" m.rank AS rank, e.{entry_id} AS id,"
+            f" ROW_NUMBER() OVER (PARTITION BY e.{conversation} ORDER BY m.rank, e.{entry_id}) AS n,"
+            f" COUNT(*) OVER (PARTITION BY e.{conversation}) AS matches"
+            f" FROM m JOIN {table(s)} e ON e.rowid = m.rowid {active}),"
+            f" best AS (SELECT * FROM hits WHERE n = 1 ORDER BY rank, id LIMIT %s)"
+            f" SELECT best.conversation, best.message,"
+            f" snippet({search}, 1, '{MARK_START}', '{MARK_END}', '…', 24), best.matches"
+            f" FROM best JOIN {search} ON {search}.rowid = best.entry WHERE {search} MATCH %s"
+            f" ORDER BY best.rank, best.id"
         )
-        # More than `limit` candidates: some may belong to conversations being deleted.
-        params: list[Any] = [match, limit * 4, ConversationState.ACTIVE.value, limit]
+        params: list[Any] = [match, ConversationState.ACTIVE.value, limit, match]
     elif connection.vendor == "postgresql":
         vector = f'e."{POSTGRESQL_SEARCH_COLUMN}"'
         either = " || ".join(["plainto_tsquery('english', %s)"] * len(tokens))
-        options = 'StartSel="",StopSel="",MaxWords=24,MinWords=8,MaxFragments=1,FragmentDelimiter=" … "'
+        options = (
+            f'StartSel="{MARK_START}",StopSel="{MARK_END}",MaxWords=24,MinWords=8,MaxFragments=1,'
+            'FragmentDelimiter=" … "'
+        )
         sql = (
             f"WITH terms AS MATERIALIZED (SELECT {either} AS q), hits AS ("  # noqa: S608
             f"SELECT e.{conversation} AS conversation, e.{message} AS message, e.{column(s, 'text')} AS text,"
-            f" ts_rank({vector}, terms.q) AS rank, e.{column(s, 'id')} AS id FROM terms, {table(s)} e {active}"
-            f" WHERE {vector} @@ terms.q ORDER BY rank DESC, id LIMIT %s)"
-            f" SELECT conversation, message, ts_headline('english', text, terms.q, %s) FROM hits, terms"
+            f" ts_rank({vector}, terms.q) AS rank, e.{entry_id} AS id,"
+            f" ROW_NUMBER() OVER (PARTITION BY e.{conversation} ORDER BY ts_rank({vector}, terms.q) DESC,"
+            f" e.{entry_id}) AS n, COUNT(*) OVER (PARTITION BY e.{conversation}) AS matches"
+            f" FROM terms, {table(s)} e {active} WHERE {vector} @@ terms.q),"
+            f" best AS (SELECT * FROM hits WHERE n = 1 ORDER BY rank DESC, id LIMIT %s)"
+            f" SELECT conversation, message, ts_headline('english', text, terms.q, %s), matches FROM best, terms"
             f" ORDER BY rank DESC, id"
         )
         params = [*tokens, ConversationState.ACTIVE.value, limit, options]
@@ -96,6 +117,6 @@ def search_entries_match(*, tokens: Sequence[str], limit: int) -> list[SearchHit
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [
-        SearchHit(from_db(s, "conversation", row[0]), from_db(s, "message", row[1]), " ".join(row[2].split()))
+        SearchHit(from_db(s, "conversation", row[0]), from_db(s, "message", row[1]), " ".join(row[2].split()), row[3])
         for row in rows
     ]

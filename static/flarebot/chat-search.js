@@ -1,8 +1,9 @@
 // Search in the sidebar: conversation titles and message text through
 // `GET /api/conversations/?q=` (the server's full-text search, at most 50 results, each with
-// a plain-text snippet). While a query is typed the results take the list's place; Escape
-// or clearing the field brings the list back. A result opens its conversation at the
-// message that matched.
+// a plain-text snippet). One row per conversation: its best match, with the matched words
+// marked (the server says where), and how many more of its messages matched. While a query
+// is typed the results take the list's place; Escape or clearing the field brings the list
+// back. A result opens its conversation at the message that matched, marked.
 
 import { ApiError, api } from "./api.js";
 import { MAX_QUERY, isAbort, ui } from "./chat-shell.js";
@@ -37,14 +38,29 @@ export function clearSearch() {
   setSearching(false);
 }
 
+/** The snippet as text with <mark> around the ranges the server matched (never parsed as HTML). */
+function markedSnippet(snippet, highlights) {
+  const span = el("span", "result-snippet");
+  let at = 0;
+  for (const [start, end] of highlights || []) {
+    if (start < at || end > snippet.length || end <= start) continue;
+    span.append(snippet.slice(at, start), el("mark", "", snippet.slice(start, end)));
+    at = end;
+  }
+  span.append(snippet.slice(at));
+  return span;
+}
+
 function resultItem(result) {
-  const { conversation, message_id: messageId, snippet } = result;
+  const { conversation, message_id: messageId, snippet, highlights, matches } = result;
   const li = el("li", "search-result");
   const link = el("a", "search-link");
   link.href = `/?c=${conversation.id}`;
   link.dataset.conversationId = conversation.id;
   link.append(el("span", "result-name", conversation.name));
-  if (messageId && snippet) link.append(el("span", "result-snippet", snippet));
+  if (messageId && snippet) link.append(markedSnippet(snippet, highlights));
+  const more = (matches || 1) - 1;
+  if (more > 0) link.append(el("span", "result-more", `and ${numbers.format(more)} more`));
   link.addEventListener("click", (event) => {
     if (event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
     event.preventDefault();
@@ -75,7 +91,7 @@ async function run() {
     const found = data.results || [];
     results.replaceChildren(...found.map(resultItem));
     status.textContent = found.length
-      ? `${found.length} ${found.length === 1 ? "result" : "results"}`
+      ? `${found.length} ${found.length === 1 ? "conversation" : "conversations"}`
       : "Nothing found.";
   } catch (error) {
     if (isAbort(error)) return;

@@ -173,7 +173,9 @@ export class ConversationView extends EventStream {
     if (!node) return;
     scroll.stick = false;
     for (const old of this.root.querySelectorAll(".turn.linked")) old.classList.remove("linked");
+    for (const old of this.root.querySelectorAll(".msg.found")) old.classList.remove("found");
     node.closest(".turn").classList.add("linked");
+    node.classList.add("found"); // the message the search matched, marked until another is
     node.scrollIntoView({ block: "center" });
     showToBottom();
   }

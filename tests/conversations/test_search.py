@@ -7,7 +7,9 @@ import uuid
 import pytest
 
 from conversations.models import Message, MessageRole, Turn
+from conversations.search import snippet_marks
 from conversations.services import conversation_create, conversation_delete, conversation_rename
+from conversations.sql import MARK_END, MARK_START
 from conversations.turns import turn_claim, turn_finish, turn_submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,10 +55,39 @@ def test_it_finds_names_and_message_text_with_a_snippet(owner_client):
     assert by_name[0]["conversation"]["name"] == "Kitchen renovation"
     answer = Message.objects.get(turn=turn, role=MessageRole.ASSISTANT)
     question = Message.objects.get(turn=turn, role=MessageRole.USER)
-    assert {r["message_id"] for r in by_text} == {str(answer.id), str(question.id)}
-    snippets = {r["message_id"]: r["snippet"] for r in by_text}
-    assert "tomatoes" in snippets[str(answer.id)]
-    assert "<" not in snippets[str(answer.id)]  # plain text: the page shows it as text
+    [hit] = by_text  # one row per conversation: its best match, and how many matched
+    assert hit["message_id"] in {str(answer.id), str(question.id)}
+    assert hit["matches"] == 2
+    assert "tomatoes" in hit["snippet"]
+    assert "<" not in hit["snippet"]  # plain text: the page shows it as text
+    assert [hit["snippet"][a:b].lower() for a, b in hit["highlights"]] == ["tomatoes"]
+
+
+def test_a_word_in_seven_messages_is_one_row_with_its_count_and_marked_words(owner_client):
+    capitals = conversation_create(name="Geography")
+    for country in ("France", "Spain", "Italy"):
+        finished_turn(capitals, f"What is the capital of {country}?", f"The capital of {country} is well known.")
+    finished_turn(capitals, "And the capital of Peru?", "Lima.")
+    other = conversation_create(name="Capital gains")
+
+    found = results(owner_client, "capital")
+
+    assert [r["conversation"]["id"] for r in found].count(str(capitals.id)) == 1
+    row = next(r for r in found if r["conversation"]["id"] == str(capitals.id))
+    assert row["matches"] == 7
+    assert row["highlights"]
+    assert {row["snippet"][a:b].lower() for a, b in row["highlights"]} == {"capital"}
+    by_name = next(r for r in found if r["conversation"]["id"] == str(other.id))
+    assert (by_name["message_id"], by_name["matches"]) == (None, 1)
+
+
+def test_highlights_count_utf16_units_as_the_browser_does():
+    marked = f"😀 the {MARK_START}capital{MARK_END} city"
+
+    snippet, highlights = snippet_marks(marked)
+
+    assert snippet == "😀 the capital city"
+    assert highlights == [[7, 14]]  # the emoji counts 2
 
 
 def test_it_searches_a_new_name_and_forgets_a_deleted_conversation(owner_client):
@@ -73,8 +104,9 @@ def test_it_titles_and_indexes_a_conversation_when_its_first_turn_ends(owner_cli
     conversation = conversation_create()
     finished_turn(conversation, "Compare heat pumps for an old house", "Air-to-water pumps suit radiators.")
 
-    names = [r for r in results(owner_client, "heat pumps") if r["message_id"] is None]
-    assert [r["conversation"]["name"] for r in names] == ["Compare heat pumps for an old house"]
+    [found] = results(owner_client, "heat pumps")
+    assert found["conversation"]["name"] == "Compare heat pumps for an old house"
+    assert found["matches"] == 3  # the title, the question and the answer
 
 
 HOSTILE = [

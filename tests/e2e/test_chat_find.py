@@ -6,6 +6,7 @@ the export of a conversation as a Markdown or JSON download.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -55,15 +56,21 @@ def test_it_searches_titles_and_message_text_and_opens_the_match(
     results = page.get_by_role("list", name="Search results").locator("a")
     expect(results.first).to_be_visible()
     expect(sidebar_names(page).first).to_be_hidden()  # the results take the list's place
-    expect(page.locator("#search-status")).to_have_text("2 results")  # the question and the answer
-    expect(results.locator(".result-name")).to_have_text(["Garden", "Garden"])
-    expect(results.locator(".result-snippet")).to_contain_text(["tomato", "tomato"])
+    # One row for the conversation (the question and the answer both match): its best match,
+    # the matched word marked, and how many more of its messages matched.
+    expect(page.locator("#search-status")).to_have_text("1 conversation")
+    expect(results.locator(".result-name")).to_have_text(["Garden"])
+    expect(results.locator(".result-snippet mark")).to_have_text([re.compile("^tomatoes$", re.IGNORECASE)])
+    expect(results.locator(".result-more")).to_have_text(["and 1 more"])
     screenshot(page, f"chat-search-{look[1]}-{look[0]}")
     results.first.click()
 
     view = page.locator(f'#transcript .transcript-view[data-conversation-id="{garden}"]')
     expect(view).to_be_attached()
     expect(view.locator("article.turn.linked")).to_have_count(1)
+    found = view.locator(".msg.found")
+    expect(found).to_have_count(1)  # the message that matched is marked
+    expect(found).to_contain_text("tomatoes")
     open_sidebar(page, look)
     search.fill("renovating kitchens")  # stemmed, like memory search
     expect(results.locator(".result-name")).to_have_text(["Kitchen renovation"])
