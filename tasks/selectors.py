@@ -26,6 +26,7 @@ from tasks.errors import TaskNotFound
 from tasks.events import RunJson
 from tasks.models import UNFINISHED_RUN_STATUSES, RunStatus, Task, TaskRun, TaskState
 from tasks.schedule import instant_text, upcoming
+from tasks.words import schedule_words
 
 RUNS_DEFAULT = 25
 RUNS_MAX = 100
@@ -53,6 +54,7 @@ class TaskJson(TypedDict):
     name: str
     instructions: str
     schedule: dict[str, Any]
+    schedule_text: str
     enabled: bool
     version: int
     next_run_at: str | None
@@ -103,10 +105,11 @@ def _next_run_at(task: Task) -> datetime | None:
 def task_view(task: Task, *, previous: TaskRun | bool | None = False) -> TaskJson:
     """Return a task as the contract's `T`; `previous` is its latest run when the caller has it."""
     next_at = _next_run_at(task)
+    schedule = task_schedule(task)
     shown: list[datetime] = []
     if task.enabled and not task.consumed:
         start = next_at or timezone.now()
-        shown = upcoming(task_schedule(task), start=start)
+        shown = upcoming(schedule, start=start)
     if previous is False:
         previous = task.runs.order_by("-created_at", "-id").first()
     return {
@@ -114,7 +117,8 @@ def task_view(task: Task, *, previous: TaskRun | bool | None = False) -> TaskJso
         "conversation_id": str(task.conversation_id) if task.conversation_id else None,
         "name": task.name,
         "instructions": task.instructions,
-        "schedule": task_schedule(task).as_json(),
+        "schedule": schedule.as_json(),
+        "schedule_text": schedule_words(schedule),
         "enabled": task.enabled,
         "version": task.version,
         "next_run_at": instant_text(next_at) if next_at else None,
@@ -183,7 +187,7 @@ def _cursor_parse(cursor: str) -> tuple[datetime, uuid.UUID]:
             raise ValueError
         return at.astimezone(UTC), uuid.UUID(row_id)
     except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError) as error:
-        raise InvalidInput("before: not a cursor this endpoint returned.", code="invalid_cursor") from error
+        raise InvalidInput("The cursor is not one this endpoint returned.", code="invalid_cursor") from error
 
 
 def run_page(*, task_id: uuid.UUID, limit: int, before: str | None) -> RunPage:
