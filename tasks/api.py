@@ -1,6 +1,7 @@
 """JSON API of scheduled tasks: definitions, run now, run history (PROTOCOL.md "Scheduled tasks").
 
 A stale version is 409 `version_conflict` with the task as it is now in `error.current`.
+Refusals say what is wrong in words; the field they are about is in `error.fields`.
 """
 
 from __future__ import annotations
@@ -34,12 +35,45 @@ from tasks.models import RunSource, RunStatus
 from tasks.schedule import CRON_MAX
 
 
-def id_parse(value: Any, *, what: str = "id") -> uuid.UUID:
+def _refused(message: str, *, field: str, code: str) -> InvalidInput:
+    return InvalidInput(message, code=code, extra={"fields": {field: [message]}})
+
+
+def id_parse(value: Any, *, field: str = "id", words: str = "task id") -> uuid.UUID:
     """Parse an id: a UUID in lowercase canonical form, or 400."""
     parsed = uuid_parse(value, lowercase=True)
     if parsed is None:
-        raise InvalidInput(f"{what}: not a valid id (a lowercase UUID).", code="invalid_id")
+        raise _refused(f"The {words} is not a valid id (a lowercase UUID).", field=field, code="invalid_id")
     return parsed
+
+
+def number_in_words(value: str | None, *, field: str, words: str, high: int, code: str) -> int:
+    """`number_parse`'s rule, refused in words with the field named apart."""
+    try:
+        return number_parse(value, what=field, high=high, code=code)
+    except InvalidInput:
+        raise _refused(f"The {words} must be a whole number from 1 to {high}.", field=field, code=code) from None
+
+
+def target_parse(conversation_id: Any, new_conversation: Any) -> uuid.UUID | None:
+    """The conversation a new task goes to: an existing one's id, or None for a new one named after the task."""
+    if type(new_conversation) is not bool:
+        raise _refused(
+            "Whether the task gets a new conversation must be true or false.", field="new_conversation", code="invalid"
+        )
+    if new_conversation:
+        if conversation_id is not None:
+            raise _refused(
+                "Give a conversation or ask for a new one, not both.", field="conversation_id", code="invalid"
+            )
+        return None
+    if conversation_id is None:
+        raise _refused(
+            "Choose the conversation the task sends its instructions to, or ask for a new one.",
+            field="conversation_id",
+            code="invalid",
+        )
+    return id_parse(conversation_id, field="conversation_id", words="conversation id")
 
 
 @extend_schema_field(OpenApiTypes.ANY)
@@ -66,7 +100,8 @@ INSTRUCTIONS = text_rule(
     description="Tabs and line breaks are the only control characters.",
 )
 SCHEDULE = {
-    "description": "A one-off instant in the future, or a five-field cron expression that occurs, in an IANA zone.",
+    "description": "A one-off instant in the future, or a five-field cron expression that occurs; "
+    "each in an IANA zone.",
     "oneOf": [
         {
             "type": "object",
@@ -77,6 +112,13 @@ SCHEDULE = {
                     "format": "date-time",
                     "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-][0-9]{2}:[0-9]{2})$",
                     "description": "Whole seconds, with Z or an offset.",
+                },
+                "timezone": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 64,
+                    "default": "UTC",
+                    "description": "The IANA zone it is shown and edited in; the instant does not depend on it.",
                 },
             },
             "required": ["kind", "at"],
@@ -97,10 +139,31 @@ SCHEDULE = {
 
 
 class TaskCreateInput(StrictSerializer):
-    """A new task under the client's id; a retry of the same request answers the task as it is."""
+    """A new task under the client's id; a retry of the same request answers the task as it is.
+
+    It goes to an existing conversation (`conversation_id`), or, with `new_conversation`, to a
+    new one named after the task, created with it (a refused task creates none).
+    """
 
     id = described(ID, StringField())
-    conversation_id = described(ID, StringField())
+    conversation_id = described(
+        {
+            **ID,
+            "nullable": True,
+            "description": "The conversation the task sends its instructions to; "
+            "omitted or null with `new_conversation`.",
+        },
+        StringField(required=False, allow_null=True),
+    )
+    new_conversation = described(
+        {
+            "type": "boolean",
+            "default": False,
+            "description": "Create a new conversation named after the task, together with the task "
+            "(instead of `conversation_id`).",
+        },
+        AnyField(required=False),
+    )
     name = described(NAME, AnyField())
     instructions = described(INSTRUCTIONS, AnyField())
     schedule = described(SCHEDULE, AnyField())
@@ -144,6 +207,10 @@ TaskOutput = inline_serializer(
         "name": serializers.CharField(),
         "instructions": serializers.CharField(),
         "schedule": described(SCHEDULE, serializers.DictField()),
+        "schedule_text": serializers.CharField(
+            help_text="The schedule in words with its zone, such as “Weekdays at 08:00, Europe/Berlin”; "
+            "an expression without a plain wording as “Cron 0 9 1-7 * 1, Europe/Berlin”."
+        ),
         "enabled": serializers.BooleanField(),
         "version": serializers.IntegerField(min_value=1, max_value=MAX_VERSION),
         "next_run_at": serializers.DateTimeField(allow_null=True),
@@ -164,7 +231,10 @@ RunPageOutput = inline_serializer(
 )
 NOT_FOUND = errors(404, e404="`not_found`: no such task (or it was deleted).")
 STALE = errors(409, e409="`version_conflict`: the task changed; `error.current` is the task as it is now.")
-INVALID = "`invalid_task`, `invalid_schedule`, `invalid_id`, or `invalid` (a body field)."
+INVALID = (
+    "`invalid_task`, `invalid_schedule`, `invalid_id`, or `invalid` (a body field); "
+    "the message says it in words, `fields` names the field."
+)
 
 
 def _no_body(request: Request) -> None:
@@ -195,7 +265,7 @@ class TaskListApi(APIView):
         body.is_valid(raise_exception=True)
         fields = body.validated_data
         task_id = id_parse(fields["id"])
-        conversation_id = id_parse(fields["conversation_id"], what="conversation_id")
+        conversation_id = target_parse(fields.get("conversation_id"), fields.get("new_conversation", False))
         data = services.task_input_clean(
             name=fields["name"],
             instructions=fields["instructions"],
@@ -235,9 +305,10 @@ class TaskDetailApi(APIView):
     )
     def delete(self, request: Request, task_id: str) -> Response:
         parsed = id_parse(task_id)
-        version = number_parse(
+        version = number_in_words(
             request.query_params.get("expected_version"),
-            what="expected_version",
+            field="expected_version",
+            words="expected version",
             high=MAX_VERSION,
             code="invalid_version",
         )
@@ -268,7 +339,9 @@ class TaskRunsApi(APIView):
         raw_limit = request.query_params.get("limit")
         limit = selectors.RUNS_DEFAULT
         if raw_limit is not None:
-            limit = number_parse(raw_limit, what="limit", high=selectors.RUNS_MAX, code="invalid_limit")
+            limit = number_in_words(
+                raw_limit, field="limit", words="limit", high=selectors.RUNS_MAX, code="invalid_limit"
+            )
         page = selectors.run_page(task_id=parsed, limit=limit, before=request.query_params.get("before"))
         return Response({"runs": page.runs, "next_cursor": page.next_cursor})
 
@@ -279,6 +352,6 @@ class TaskRunsApi(APIView):
         parsed = id_parse(task_id)
         body = RunInput(data=request.data)
         body.is_valid(raise_exception=True)
-        request_id = id_parse(body.validated_data["request_id"], what="request_id")
+        request_id = id_parse(body.validated_data["request_id"], field="request_id", words="request id")
         run = runs.task_run_now(task_id=parsed, request_id=request_id)
         return Response(selectors.runs_view([run])[0], status=status.HTTP_202_ACCEPTED)

@@ -51,7 +51,7 @@ BEAT_WINDOW = timedelta(minutes=5)
 def task_schedule(task: Task) -> Schedule:
     """Return a task's schedule as stored."""
     if task.schedule_kind == ScheduleKind.ONCE:
-        return Schedule("once", at=task.once_at)
+        return Schedule("once", at=task.once_at, timezone=task.timezone or "UTC")
     return Schedule("cron", expression=task.cron_expression, timezone=task.timezone)
 
 

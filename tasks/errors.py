@@ -8,14 +8,24 @@ from typing import Any
 from flarebot.core.errors import Conflict, InvalidInput, LimitReached, NotFound
 
 
-class ScheduleInvalid(InvalidInput):
+class FieldInvalid(InvalidInput):
+    """A value refused in words; the field it is about goes in `fields`, never into the message."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message, extra={"fields": {field: [message[:500]]}})
+
+
+class ScheduleInvalid(FieldInvalid):
     """A schedule is not one the tasks accept; the message says what is."""
 
     code = "invalid_schedule"
 
+    def __init__(self, message: str, *, field: str = "schedule") -> None:
+        super().__init__(message, field=field)
 
-class TaskInvalid(InvalidInput):
-    """A name or instructions that a task may not have."""
+
+class TaskInvalid(FieldInvalid):
+    """A name, instructions or flag that a task may not have."""
 
     code = "invalid_task"
 

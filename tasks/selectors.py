@@ -24,6 +24,7 @@ from tasks.errors import TaskNotFound
 from tasks.events import RunJson
 from tasks.models import UNFINISHED_RUN_STATUSES, RunStatus, Task, TaskRun, TaskState
 from tasks.schedule import instant_text, upcoming
+from tasks.words import schedule_words
 
 RUNS_DEFAULT = 25
 RUNS_MAX = 100
@@ -51,6 +52,7 @@ class TaskJson(TypedDict):
     name: str
     instructions: str
     schedule: dict[str, Any]
+    schedule_text: str
     enabled: bool
     version: int
     next_run_at: str | None
@@ -101,10 +103,11 @@ def _next_run_at(task: Task) -> datetime | None:
 def task_view(task: Task, *, previous: TaskRun | bool | None = False) -> TaskJson:
     """Return a task as the contract's `T`; `previous` is its latest run when the caller has it."""
     next_at = _next_run_at(task)
+    schedule = task_schedule(task)
     shown: list[datetime] = []
     if task.enabled and not task.consumed:
         start = next_at or timezone.now()
-        shown = upcoming(task_schedule(task), start=start)
+        shown = upcoming(schedule, start=start)
     if previous is False:
         previous = task.runs.order_by("-created_at", "-id").first()
     return {
@@ -112,7 +115,8 @@ def task_view(task: Task, *, previous: TaskRun | bool | None = False) -> TaskJso
         "conversation_id": str(task.conversation_id) if task.conversation_id else None,
         "name": task.name,
         "instructions": task.instructions,
-        "schedule": task_schedule(task).as_json(),
+        "schedule": schedule.as_json(),
+        "schedule_text": schedule_words(schedule),
         "enabled": task.enabled,
         "version": task.version,
         "next_run_at": instant_text(next_at) if next_at else None,

@@ -1,9 +1,12 @@
 """Writes of task definitions: create, update, delete, and the tombstoning of a deleted conversation's tasks.
 
-Every input is checked and normalized before a row is touched. Creation is idempotent by
-the client's id: a retry of the same normalized request returns the task as it is now,
-even after edits, and any other reuse of the id is a conflict. Updates and deletes
-compare the version the caller read. Each change re-arms the task's schedule and cancels
+Every input is checked and normalized before a row is touched; what is refused is said in
+words, with the field it is about beside the message (`tasks.errors.FieldInvalid`). A task
+may be created together with a new conversation named after it, in one transaction: a
+refused task leaves no conversation behind. Creation is idempotent by the client's id: a
+retry of the same normalized request returns the task as it is now, even after edits, and
+any other reuse of the id is a conflict. Updates and deletes compare the version the
+caller read. Each change re-arms the task's schedule and cancels
 its own unfinished runs (their turns, nobody else's) in the same transaction that holds
 the task's row, so a dispatch, which holds it too, sees either the old task or the new.
 
@@ -26,6 +29,7 @@ from django.utils import timezone
 
 from conversations.errors import ConversationNotFound
 from conversations.models import Conversation, ConversationState
+from conversations.services import conversation_create
 from flarebot.core.rows import transaction_lock
 from flarebot.core.text import (
     has_control_characters,
@@ -35,7 +39,13 @@ from flarebot.core.text import (
     utf16_length,
 )
 from tasks.arming import schedule_arm, schedule_disarm
-from tasks.errors import TaskConflict, TaskIdConflict, TaskInvalid, TasksFull
+from tasks.errors import (
+    ScheduleInvalid,
+    TaskConflict,
+    TaskIdConflict,
+    TaskInvalid,
+    TasksFull,
+)
 from tasks.models import ScheduleKind, Task, TaskState
 from tasks.runs import runs_cancel_unfinished
 from tasks.schedule import Schedule, schedule_parse
@@ -61,51 +71,63 @@ class TaskInput:
 def name_clean(raw: str) -> str:
     """Check a task's name (1-120 UTF-16 code units, no control or invisible characters) and trim it."""
     if not 1 <= utf16_length(raw) <= NAME_MAX:
-        raise TaskInvalid(f"name: 1-{NAME_MAX} characters.")
+        raise TaskInvalid(f"The name must be 1-{NAME_MAX} characters long.", field="name")
     if has_control_characters(raw) or has_disguising_characters(raw) or has_lone_surrogates(raw):
-        raise TaskInvalid("name: must not contain control characters, direction controls or invisible characters.")
+        raise TaskInvalid(
+            "The name must not contain control characters, direction controls or invisible characters.", field="name"
+        )
     if not raw.strip():
-        raise TaskInvalid("name: must not be blank.")
+        raise TaskInvalid("The name must not be blank.", field="name")
     return raw.strip()
 
 
 def instructions_clean(raw: str) -> str:
     """Check a task's instructions: 1-8,000 UTF-16 code units, tabs and line breaks the only controls."""
     raw = line_breaks_normalize(raw)
+    field = "instructions"
     if utf16_length(raw) > INSTRUCTIONS_MAX:
-        raise TaskInvalid(f"instructions: at most {INSTRUCTIONS_MAX:,} characters (UTF-16 code units).")
+        raise TaskInvalid(
+            f"The instructions may be at most {INSTRUCTIONS_MAX:,} characters (UTF-16 code units) long.", field=field
+        )
     if has_control_characters(raw, allow="\n\t") or has_lone_surrogates(raw):
-        raise TaskInvalid("instructions: only tabs and line breaks may be control characters.")
+        raise TaskInvalid("The instructions may hold no control characters but tabs and line breaks.", field=field)
     if not raw.strip():
-        raise TaskInvalid("instructions: must not be blank.")
+        raise TaskInvalid("The instructions must not be blank.", field=field)
     return raw
 
 
 def task_input_clean(*, name: Any, instructions: Any, schedule: Any, enabled: Any) -> TaskInput:
     """Check and normalize a task's editable fields (the API and the tools share this)."""
     if not isinstance(name, str):
-        raise TaskInvalid("name: a string.")
+        raise TaskInvalid("The name must be a string.", field="name")
     if not isinstance(instructions, str):
-        raise TaskInvalid("instructions: a string.")
+        raise TaskInvalid("The instructions must be a string.", field="instructions")
     if type(enabled) is not bool:
-        raise TaskInvalid("enabled: true or false.")
+        raise TaskInvalid("Whether the task is enabled must be true or false.", field="enabled")
     return TaskInput(name_clean(name), instructions_clean(instructions), schedule_parse(schedule), enabled)
 
 
-def _creation_hash(conversation_id: uuid.UUID, data: TaskInput) -> str:
-    document = {
-        "conversation_id": str(conversation_id),
+def _creation_hash(conversation_id: uuid.UUID | None, data: TaskInput) -> str:
+    schedule = data.schedule.as_json()
+    if schedule["kind"] == "once" and schedule["timezone"] == "UTC":
+        # Hashed as before one-offs kept a zone, so a retry across that upgrade still matches.
+        del schedule["timezone"]
+    document: dict[str, Any] = {
         "name": data.name,
         "instructions": data.instructions,
-        "schedule": data.schedule.as_json(),
+        "schedule": schedule,
         "enabled": data.enabled,
     }
+    if conversation_id is None:
+        document["new_conversation"] = True
+    else:
+        document["conversation_id"] = str(conversation_id)
     return hashlib.sha256(json.dumps(document, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 def _future(schedule: Schedule, now: datetime) -> None:
     if schedule.kind == "once" and schedule.at is not None and schedule.at <= now:
-        raise TaskInvalid("schedule.at: must be in the future.", code="invalid_schedule")
+        raise ScheduleInvalid("The time of a one-off must be in the future.", field="schedule.at")
 
 
 def _apply(task: Task, data: TaskInput) -> None:
@@ -115,14 +137,16 @@ def _apply(task: Task, data: TaskInput) -> None:
     task.schedule_kind = data.schedule.kind
     task.once_at = data.schedule.at
     task.cron_expression = data.schedule.expression
-    task.timezone = data.schedule.timezone if data.schedule.kind == "cron" else ""
+    task.timezone = data.schedule.timezone
 
 
-def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID, data: TaskInput) -> tuple[Task, bool]:
+def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID | None, data: TaskInput) -> tuple[Task, bool]:
     """Create a task under the client's id; return it and whether it is new.
 
-    A retry of the same normalized request returns the task as it is now; a deleted id or
-    a different request under the same id is a conflict.
+    Without `conversation_id`, a new conversation named after the task is created with it,
+    in the same transaction. A retry of the same normalized request returns the task as it
+    is now (and creates no second conversation); a deleted id or a different request under
+    the same id is a conflict.
     """
     digest = _creation_hash(conversation_id, data)
     now = timezone.now()
@@ -136,12 +160,17 @@ def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID, data: TaskInp
                 raise TaskIdConflict("This id belongs to another task; create the task with a new id.")
             return existing, False
         _future(data.schedule, now)
-        # Locked until commit: a deletion of the conversation waits, then tombstones this task too.
-        target = Conversation.objects.select_for_update().filter(id=conversation_id, state=ConversationState.ACTIVE)
-        if target.only("id").first() is None:
-            raise ConversationNotFound()
+        if conversation_id is not None:
+            # Locked until commit: a deletion of the conversation waits, then tombstones this task too.
+            target = Conversation.objects.select_for_update().filter(id=conversation_id, state=ConversationState.ACTIVE)
+            if target.only("id").first() is None:
+                raise ConversationNotFound()
         if Task.objects.filter(state=TaskState.ACTIVE).count() >= MAX_TASKS:
             raise TasksFull(f"At most {MAX_TASKS} tasks; delete one to add another.")
+        if conversation_id is None:
+            # Last of the checks, inside the transaction: a task refused past here (an id taken
+            # meanwhile) rolls the conversation back with it.
+            conversation_id = conversation_create(name=data.name).id
         task = Task(id=task_id, conversation_id=conversation_id, creation_hash=digest)
         _apply(task, data)
         try:

@@ -4,8 +4,9 @@
 validate with the same services as the API. `create_task` makes the task's id from the
 conversation and the tool call id, so a call replayed after a lost reply finds its task
 (or its tombstone) and creates nothing again. What the tasks refuse comes back as
-`{"ok": false, "error", "message", ...}` (with the task as it is now for a stale
-version). A card shows the task's name and its next run in the task's own zone.
+`{"ok": false, "error", "message", ...}`, in the words the Settings page shows, with the
+field a refusal is about in `fields` (and the task as it is now for a stale version). A
+card shows the task's name and its next run in the task's own zone.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ CREATE_NAMESPACE = uuid.UUID("6f1d2b8e-3c4a-4e7f-8b1d-2a9c5e7f1b3d")
 _SCHEDULE = {
     "type": "object",
     "description": (
-        'Either {"kind": "once", "at": "2096-02-29T09:30:00Z"} (a future instant, whole seconds, Z or an offset) '
+        'Either {"kind": "once", "at": "2096-02-29T09:30:00Z", "timezone": "Europe/Berlin"} (a future instant, '
+        "whole seconds, Z or an offset; the zone the owner reads it in, default UTC) "
         'or {"kind": "cron", "expression": "0 9 * * 1", "timezone": "Europe/Berlin"}: five fields '
         "(minute hour day-of-month month day-of-week; numbers, *, lists, ranges, steps on * or a range; "
         "month and day names such as JAN-MAR and MON-FRI; or @hourly, @daily, @weekly, @monthly, @yearly; "
@@ -75,6 +77,7 @@ def _task(task: Task) -> dict[str, Any]:
         "name": view["name"],
         "instructions": view["instructions"],
         "schedule": view["schedule"],
+        "schedule_text": view["schedule_text"],
         "enabled": view["enabled"],
         "version": view["version"],
         "next_run_at": view["next_run_at"],
@@ -88,6 +91,9 @@ def _refused(error: FlarebotError) -> dict[str, Any]:
     current = error.extra.get("current")
     if isinstance(current, dict):
         extra["current"] = {k: current[k] for k in ("id", "name", "schedule", "enabled", "version") if k in current}
+    fields = error.extra.get("fields")
+    if isinstance(fields, dict):
+        extra["fields"] = fields
     if error.code == "task_limit":
         extra["limit"] = services.MAX_TASKS
     return refused(error, **extra)
@@ -212,7 +218,7 @@ def _confirmed(tool: str) -> Any:
 
 
 def _when(task: dict[str, Any]) -> str:
-    """The task's next run as the owner reads it: in the task's zone (UTC for a one-off)."""
+    """The task's next run as the owner reads it: in the task's zone."""
     at = task.get("next_run_at")
     if not isinstance(at, str):
         return "no next run"

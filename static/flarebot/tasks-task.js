@@ -1,10 +1,13 @@
-// One task of the Tasks section: what it is, its runs, and its actions. `section` is the
-// section's shared state (tasks.js).
+// One task of the Tasks section: its schedule in the server's words, its next three runs in
+// its own zone (a one-off with the browser's time beside it when the zones differ), its runs,
+// and its actions. `section` is the section's shared state (tasks.js).
 import { call as api, say } from "./api.js";
 import { el } from "./dom.js";
 import { fromTemplate, rowAfterRemoval } from "./section.js";
 import { loadRuns, runLine, runNow, toggleHistory } from "./tasks-runs.js";
-import { timeNode, zoneOf } from "./tasks-time.js";
+import { timeNode, yourTime, zoneOf } from "./tasks-time.js";
+
+const NEXT_SHOWN = 3; // of the task's `upcoming`
 
 export function taskItem(task, section) {
   const { gate } = section;
@@ -17,6 +20,7 @@ export function taskItem(task, section) {
     schedule: part("schedule"),
     next: part("next"),
     upcomingBox: part("upcoming-box"),
+    upcomingLabel: part("upcoming-label"),
     upcoming: part("upcoming"),
     previous: part("previous"),
     error: part("error"),
@@ -63,20 +67,20 @@ export function showTask(item, task) {
   const done = task.schedule.kind === "once" && task.enabled && !task.next_run_at && !task.scheduling_error;
   item.state.dataset.state = !task.enabled ? "disabled" : done ? "done" : "enabled";
   item.state.textContent = !task.enabled ? "Disabled" : done ? "Done" : "Enabled";
-  if (task.schedule.kind === "cron") {
-    item.schedule.replaceChildren("Repeats ", el("code", "", task.schedule.expression), ` in ${task.schedule.timezone}`);
-  } else {
-    item.schedule.replaceChildren("Once, ", timeNode(task.schedule.at, zone));
-  }
-  item.next.replaceChildren();
-  if (task.next_run_at) item.next.append("Next run: ", timeNode(task.next_run_at, zone));
-  else item.next.append(!task.enabled ? "Not scheduled while disabled." : done ? "Ran; give it a new time to run again." : "No next run.");
-  item.upcoming.replaceChildren(...task.upcoming.map((at) => {
+  item.schedule.replaceChildren(task.schedule_text);
+  item.schedule.title = task.schedule.kind === "cron" ? `Cron: ${task.schedule.expression}` : "";
+  const beside = task.schedule.kind === "once" ? yourTime(task.schedule.at, zone) : null;
+  if (beside) item.schedule.append(" · ", beside);
+  const next = task.upcoming.slice(0, NEXT_SHOWN);
+  item.upcomingLabel.textContent = next.length === 1 ? "Next run" : "Next runs";
+  item.upcoming.replaceChildren(...next.map((at) => {
     const li = el("li");
     li.append(timeNode(at, zone));
     return li;
   }));
-  item.upcomingBox.hidden = task.upcoming.length === 0;
+  item.upcomingBox.hidden = next.length === 0;
+  item.next.textContent = next.length ? "" : !task.enabled ? "Not scheduled while disabled." : done ? "Ran; give it a new time to run again." : "No next run.";
+  item.next.hidden = next.length > 0;
   item.previous.replaceChildren();
   if (task.previous_run) item.previous.append("Last run: ", runLine(task.previous_run, zone));
   item.error.textContent = task.scheduling_error ? "The schedule could not be armed; Flarebot keeps trying." : "";

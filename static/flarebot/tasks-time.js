@@ -1,5 +1,6 @@
 // Times of the Tasks section: zones, wall clocks in a zone and back, instants shown with
-// their zone named.
+// their zone named. A task's times are shown in its own zone (a one-off's too, the zone it was
+// written in); the browser's own time is put beside a one-off when the zones differ.
 
 export const BROWSER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 
@@ -39,21 +40,31 @@ export function localInput(iso, zone) {
   return wall.slice(0, 19);
 }
 
+// A 24-hour clock, as the server words schedules ("Weekdays at 18:45"); the rest in the browser's locale.
 function formatIn(iso, zone) {
   return new Intl.DateTimeFormat(undefined, {
     timeZone: zone, weekday: "short", year: "numeric", month: "short", day: "numeric",
-    hour: "2-digit", minute: "2-digit", timeZoneName: "short",
+    hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short",
   }).format(new Date(iso));
 }
 
-/** A repeating task's own zone; the browser's for a one-off. */
+/** A task's own zone: a repeating task's, or the one a one-off was written in. */
 export function zoneOf(task) {
-  return task.schedule.kind === "cron" ? task.schedule.timezone : BROWSER_ZONE;
+  return task.schedule.timezone || "UTC";
 }
 
 export function timeNode(iso, zone) {
   const node = document.createElement("time");
   node.dateTime = iso;
   node.textContent = formatIn(iso, zone);
+  return node;
+}
+
+/** The instant in the browser's zone, when that is not `zone`: "Your time: …"; null otherwise. */
+export function yourTime(iso, zone) {
+  if (zone === BROWSER_ZONE) return null;
+  const node = document.createElement("span");
+  node.className = "your-time";
+  node.append("Your time: ", timeNode(iso, BROWSER_ZONE));
   return node;
 }

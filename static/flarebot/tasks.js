@@ -1,9 +1,9 @@
 // The Tasks section of the settings page: scheduled tasks, their next runs and their history.
 // Tasks come from /api/tasks/ (PROTOCOL.md "Scheduled tasks"); limits come from the server as the
-// section's data attributes. The page decides by an error's code, never by its message. Times are
-// shown in the task's own zone (a repeating task) or the browser's (a one-off), with the zone named.
-// One operation runs at a time. Its parts: tasks-form.js, tasks-task.js (one task),
-// tasks-runs.js, tasks-time.js.
+// section's data attributes. The page decides by an error's code, never by its message (which it
+// shows as the server said it, in words). Times are shown in the task's own zone, with the zone
+// named. One operation runs at a time. Its parts: tasks-form.js (with tasks-presets.js),
+// tasks-task.js (one task), tasks-runs.js, tasks-time.js.
 import { call as api, say } from "./api.js";
 import { oneAtATime, reconcile, replaceRow, showCountBadge } from "./section.js";
 import { taskForm } from "./tasks-form.js";

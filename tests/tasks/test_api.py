@@ -7,6 +7,7 @@ import json
 import re
 import uuid
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client
@@ -28,6 +29,7 @@ T_FIELDS = {
     "name",
     "instructions",
     "schedule",
+    "schedule_text",
     "enabled",
     "version",
     "next_run_at",
@@ -38,6 +40,10 @@ T_FIELDS = {
     "updated_at",
 }
 R_FIELDS = {"id", "source", "intended_at", "status", "turn_id", "created_at", "conversation_id", "missed_count"}
+
+
+def iso(at: datetime) -> str:
+    return at.astimezone(ZoneInfo("UTC")).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def future(minutes: int = 60) -> str:
@@ -68,6 +74,7 @@ def test_it_creates_a_task_armed_in_beat_with_its_next_runs(owner_client: Client
         True,
     )
     assert task["schedule"] == {"kind": "cron", "expression": "0 9 * * 1", "timezone": "Europe/Berlin"}
+    assert task["schedule_text"] == "Every Monday at 09:00, Europe/Berlin"
     assert task["previous_run"] is None
     assert task["scheduling_error"] is None
     assert len(task["upcoming"]) == 5
@@ -123,6 +130,218 @@ def test_it_refuses_a_target_that_is_unknown_or_being_deleted(owner_client: Clie
     conversation_delete(conversation_id=conversation.id)
     assert_error(send(owner_client, "post", LIST, body(conversation)), 404, "conversation_not_found")
     assert rows() == []
+
+
+# ---- a new conversation with the task -------------------------------------------------
+
+
+def conversations() -> list[tuple[str, bool]]:
+    return list(Conversation.objects.order_by("created_at").values_list("name", "name_is_custom"))
+
+
+def test_it_creates_the_first_task_with_a_new_conversation_named_after_it(owner_client: Client, db: None) -> None:
+    data = body(uuid.uuid4(), name="Morning headlines")
+    del data["conversation_id"]
+    task = create(owner_client, {**data, "new_conversation": True})
+
+    [made] = Conversation.objects.all()
+    assert (made.name, made.name_is_custom, made.state) == ("Morning headlines", True, "active")
+    assert task["conversation_id"] == str(made.id)
+    assert Task.objects.get(id=task["id"]).conversation_id == made.id
+    listed = send(owner_client, "get", "/api/conversations/").json()["conversations"]
+    assert [(c["id"], c["name"]) for c in listed] == [(str(made.id), "Morning headlines")]
+    # A retry of the same request (null instead of an omitted id is the same request) makes nothing again.
+    again = create(owner_client, {**data, "conversation_id": None, "new_conversation": True})
+    assert again == send(owner_client, "get", detail(task["id"])).json()
+    assert conversations() == [("Morning headlines", True)]
+    # The same id for the same task in an existing conversation is another request.
+    assert_error(send(owner_client, "post", LIST, {**data, "conversation_id": str(made.id)}), 409, "id_conflict")
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "code"),
+    [
+        ({"schedule": {"kind": "once", "at": "2020-01-01T00:00:00Z"}}, 400, "invalid_schedule"),
+        ({"schedule": {"kind": "cron", "expression": "0 25 * * *"}}, 400, "invalid_schedule"),
+        ({"name": "   "}, 400, "invalid_task"),
+        ({"instructions": ""}, 400, "invalid_task"),
+    ],
+)
+def test_a_refused_task_creates_no_conversation(
+    owner_client: Client, db: None, change: dict, status: int, code: str
+) -> None:
+    data = {**body(uuid.uuid4(), **change), "conversation_id": None, "new_conversation": True}
+    assert_error(send(owner_client, "post", LIST, data), status, code)
+    assert conversations() == []
+    assert rows() == []
+
+
+def test_a_task_refused_by_the_limit_or_a_taken_id_creates_no_conversation(
+    owner_client: Client, conversation: Conversation
+) -> None:
+    deleted = create(owner_client, body(conversation, name="Gone"))
+    assert send(owner_client, "delete", detail(deleted["id"]) + "?expected_version=1").status_code == 204
+    fresh = {**body(uuid.uuid4()), "conversation_id": None, "new_conversation": True}
+    assert_error(send(owner_client, "post", LIST, {**fresh, "id": deleted["id"]}), 409, "id_conflict")
+    for n in range(100):
+        create(owner_client, body(conversation, name=f"Task {n}"))
+    assert_error(send(owner_client, "post", LIST, fresh), 429, "task_limit")
+    assert conversations() == [("Reports", True)]
+    assert Task.objects.filter(state=TaskState.ACTIVE).count() == 100
+
+
+def test_it_needs_exactly_one_conversation(owner_client: Client, conversation: Conversation) -> None:
+    choose = "Choose the conversation the task sends its instructions to, or ask for a new one."
+    data = body(conversation)
+    without = {k: v for k, v in data.items() if k != "conversation_id"}
+    for sent, field, message in (
+        (without, "conversation_id", choose),
+        ({**without, "conversation_id": None}, "conversation_id", choose),
+        ({**without, "new_conversation": False}, "conversation_id", choose),
+        (
+            {**without, "new_conversation": "yes"},
+            "new_conversation",
+            "Whether the task gets a new conversation must be true or false.",
+        ),
+        (
+            {**data, "new_conversation": True},
+            "conversation_id",
+            "Give a conversation or ask for a new one, not both.",
+        ),
+    ):
+        error = assert_error(send(owner_client, "post", LIST, sent), 400, "invalid")
+        assert (error["message"], error["fields"]) == (message, {field: [message]})
+    assert rows() == []
+    assert conversations() == [("Reports", True)]
+    # An existing conversation, said either way.
+    assert create(owner_client, {**data, "new_conversation": False})["conversation_id"] == str(conversation.id)
+
+
+# ---- errors in words --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "field", "message"),
+    [
+        (
+            {"schedule": {"kind": "cron", "expression": "0 25 * * *", "timezone": "Europe/Berlin"}},
+            "invalid_schedule",
+            "schedule.expression",
+            "The hour 25 is outside 0-23.",
+        ),
+        (
+            {"schedule": {"kind": "cron", "expression": "0 9 * * 1", "timezone": "Nowhere/City"}},
+            "invalid_schedule",
+            "schedule.timezone",
+            "The time zone “Nowhere/City” is not an IANA time zone; give one such as Europe/Berlin or UTC.",
+        ),
+        (
+            {"schedule": {"kind": "once", "at": "2020-01-01T00:00:00Z"}},
+            "invalid_schedule",
+            "schedule.at",
+            "The time of a one-off must be in the future.",
+        ),
+        ({"name": "n" * 121}, "invalid_task", "name", "The name must be 1-120 characters long."),
+        ({"instructions": " "}, "invalid_task", "instructions", "The instructions must not be blank."),
+        ({"enabled": "yes"}, "invalid_task", "enabled", "Whether the task is enabled must be true or false."),
+        (
+            {"conversation_id": "x"},
+            "invalid_id",
+            "conversation_id",
+            "The conversation id is not a valid id (a lowercase UUID).",
+        ),
+    ],
+)
+def test_refusals_say_what_is_wrong_in_words_and_name_the_field_beside(
+    owner_client: Client, conversation: Conversation, change: dict, code: str, field: str, message: str
+) -> None:
+    error = assert_error(send(owner_client, "post", LIST, body(conversation, **change)), 400, code)
+    assert error == {"code": code, "message": message, "fields": {field: [message]}}
+    assert "`" not in message
+
+
+def test_a_refused_cron_says_what_is_accepted_without_code_marks(
+    owner_client: Client, conversation: Conversation
+) -> None:
+    schedule = {"kind": "cron", "expression": "0 9 * * MONDAY", "timezone": "UTC"}
+    error = assert_error(
+        send(owner_client, "post", LIST, body(conversation, schedule=schedule)), 400, "invalid_schedule"
+    )
+    assert error["message"].startswith(
+        "The day of the week “MONDAY” is not a day's name (SUN-SAT); a cron expression has five fields"
+    )
+    assert "MON-FRI" in error["message"]
+    assert "`" not in error["message"]
+    assert not re.search(r"schedule\.|expression:", error["message"])
+    task = create(owner_client, body(conversation))
+    bad = edit(task, schedule={"kind": "cron", "expression": "61 * * * *", "timezone": "UTC"})
+    error = assert_error(send(owner_client, "put", detail(task["id"]), bad), 400, "invalid_schedule")
+    assert error["message"] == "The minute 61 is outside 0-59."
+
+
+# ---- one-offs keep their zone; next runs in a zone -----------------------------------
+
+
+def test_a_one_off_keeps_its_zone_for_showing_and_editing(owner_client: Client, conversation: Conversation) -> None:
+    at = (timezone.now() + timedelta(days=3)).replace(second=0, microsecond=0)
+    written = at.astimezone(ZoneInfo("Europe/Berlin")).isoformat()
+    schedule = {"kind": "once", "at": written, "timezone": "Europe/Berlin"}
+    task = create(owner_client, body(conversation, schedule=schedule))
+    assert task["schedule"] == {"kind": "once", "at": iso(at), "timezone": "Europe/Berlin"}
+    local = at.astimezone(ZoneInfo("Europe/Berlin"))
+    assert task["schedule_text"] == f"Once, {local:%a} {local.day} {local:%b %Y} at {local:%H:%M}, Europe/Berlin"
+    assert task["next_run_at"] == iso(at)
+    # Sent back as it was read, it is unchanged; another zone moves only how it is shown.
+    same = send(owner_client, "put", detail(task["id"]), edit(task)).json()
+    assert same["schedule"] == task["schedule"]
+    moved = send(
+        owner_client, "put", detail(task["id"]), edit(same, schedule={**same["schedule"], "timezone": "Asia/Tokyo"})
+    ).json()
+    assert moved["schedule"] == {"kind": "once", "at": iso(at), "timezone": "Asia/Tokyo"}
+    assert moved["next_run_at"] == iso(at)
+    assert moved["schedule_text"].endswith(f"at {at.astimezone(ZoneInfo('Asia/Tokyo')):%H:%M}, Asia/Tokyo")
+    # Without a zone, a one-off is in UTC.
+    plain = create(owner_client, body(conversation, schedule={"kind": "once", "at": iso(at)}))
+    assert plain["schedule"] == {"kind": "once", "at": iso(at), "timezone": "UTC"}
+
+
+def next_change_in_berlin() -> datetime:
+    """Noon of the day Berlin next changes its offset (the last Sunday of March or October), not a month's last day."""
+    berlin = ZoneInfo("Europe/Berlin")
+    day = timezone.now().astimezone(berlin).replace(hour=12, minute=0, second=0, microsecond=0) + timedelta(days=2)
+    while True:
+        after = day + timedelta(days=1)
+        # A change on the 31st is skipped for the next one: the day after it is in another month.
+        if day.utcoffset() != after.utcoffset() and (after + timedelta(days=1)).month == after.month:
+            return after
+        day = after
+
+
+def test_the_next_runs_keep_their_wall_clock_across_berlins_next_change(
+    owner_client: Client, conversation: Conversation
+) -> None:
+    change = next_change_in_berlin()
+    days = ",".join(str((change + timedelta(days=n)).day) for n in (-1, 0, 1))
+    expression = f"30 2 {days} {change.month} *"
+    schedule = {"kind": "cron", "expression": expression, "timezone": "Europe/Berlin"}
+    task = create(owner_client, body(conversation, schedule=schedule))
+    assert task["schedule_text"] == f"Cron {expression}, Europe/Berlin"
+    berlin = ZoneInfo("Europe/Berlin")
+    shown = [
+        datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(berlin).strftime("%d %H:%M")
+        for at in task["upcoming"][:3]
+    ]
+    spring = change.month == 3
+    # In spring 02:30 is skipped on the day of the change and runs at 03:00; in autumn it
+    # happens twice and runs once, at its first occurrence.
+    middle = "03:00" if spring else "02:30"
+    assert shown == [
+        f"{(change + timedelta(days=n)).day:02d} {t}" for n, t in ((-1, "02:30"), (0, middle), (1, "02:30"))
+    ]
+    offsets = [
+        datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(berlin).utcoffset() for at in task["upcoming"][:3]
+    ]
+    assert offsets[0] != offsets[2]
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import pytest
@@ -135,20 +136,20 @@ def test_it_normalizes_cron_expressions(raw: str, normal: str) -> None:
 @pytest.mark.parametrize(
     ("raw", "says"),
     [
-        ("5/15 * * * *", "a step goes on `*` or a range"),
-        ("0 9 * * MONDAY", "'MONDAY' is not a name of a month or day"),
-        ("0 9 * MON *", "'MON' is not a name of a month or day"),
-        ("@reboot", "is not a nickname cron knows"),
-        ("@daily 5", "is not a nickname cron knows"),
+        ("5/15 * * * *", "The minute “5/15” has a step on a single number: a step goes on * or a range"),
+        ("0 9 * * MONDAY", "The day of the week “MONDAY” is not a day's name (SUN-SAT)"),
+        ("0 9 * MON *", "The month “MON” is not a month's name (JAN-DEC)"),
+        ("@reboot", "The nickname “@reboot” is not one cron knows"),
+        ("@daily 5", "is not one cron knows"),
         ("0 0 9 * * 1", "seconds are not accepted"),
         ("0 9 * *", "4 fields"),
-        ("60 * * * *", "outside 0-59"),
-        ("0 24 * * *", "outside 0-23"),
-        ("0 0 0 * *", "outside 1-31"),
-        ("0 0 * 13 *", "outside 1-12"),
-        ("0 0 * * 8", "outside 0-7"),
-        ("0 0 5-1 * *", "runs backwards"),
-        ("*/0 * * * *", "step 0"),
+        ("60 * * * *", "The minute 60 is outside 0-59."),
+        ("0 25 * * *", "The hour 25 is outside 0-23."),
+        ("0 0 0 * *", "The day of the month 0 is outside 1-31."),
+        ("0 0 * 13 *", "The month 13 is outside 1-12."),
+        ("0 0 * * 8", "The day of the week 8 is outside 0-7."),
+        ("0 0 5-1 * *", "The day of the month range 5-1 runs backwards."),
+        ("*/0 * * * *", "The step 0 of the minute must be from 1 to 60."),
         ("*/61 * * * *", "step 61"),
         ("0 0 L * *", "has letters"),
         ("0 0 * * 1#2", "is not valid"),
@@ -167,6 +168,17 @@ def test_it_refuses_cron_expressions_outside_the_contract_saying_what_is_accepte
         cron(raw)
     assert refused.value.code == "invalid_schedule"
     assert says in refused.value.message
+    in_words(refused.value, field="schedule.expression")
+
+
+def in_words(error: ScheduleInvalid, *, field: str) -> None:
+    """A refusal a person reads: a sentence without field paths or code marks; the field beside it."""
+    message = error.message
+    assert message[0].isupper(), message
+    assert message.endswith("."), message
+    assert "`" not in message, message
+    assert not re.search(r"\bschedule\.|expression:|timezone|day-of", message), message
+    assert error.extra == {"fields": {field: [message]}}
 
 
 def test_it_takes_exactly_120_characters_and_no_more() -> None:
@@ -174,7 +186,7 @@ def test_it_takes_exactly_120_characters_and_no_more() -> None:
     ok += " " * (120 - len(ok))
     assert len(ok) == 120
     assert cron(ok).expression == ok.strip()
-    with pytest.raises(ScheduleInvalid, match="at most 120"):
+    with pytest.raises(ScheduleInvalid, match=r"^The cron expression may have at most 120 characters\.$"):
         cron(ok + " ")
 
 
@@ -196,8 +208,14 @@ def test_it_names_zones_as_the_zone_database_spells_them(raw: str, name: str) ->
 def test_it_defaults_to_utc_and_refuses_unknown_zones() -> None:
     assert schedule_parse({"kind": "cron", "expression": "0 9 * * *"}).timezone == "UTC"
     for raw in ("Mars/Olympus", "", "+01:00", "CET ", 5, None, "x" * 65, "posix/Europe/Berlin", "localtime"):
-        with pytest.raises(ScheduleInvalid, match="timezone"):
+        with pytest.raises(ScheduleInvalid, match="time zone") as refused:
             cron("0 9 * * *", raw)  # type: ignore[arg-type]
+        in_words(refused.value, field="schedule.timezone")
+    with pytest.raises(ScheduleInvalid) as refused:
+        cron("0 9 * * *", "Mars/Olympus")
+    assert refused.value.message == (
+        "The time zone “Mars/Olympus” is not an IANA time zone; give one such as Europe/Berlin or UTC."
+    )
 
 
 @pytest.mark.parametrize(
@@ -211,20 +229,29 @@ def test_it_defaults_to_utc_and_refuses_unknown_zones() -> None:
     ],
 )
 def test_it_normalizes_one_offs_to_utc(raw: str, normal: str) -> None:
-    assert schedule_parse({"kind": "once", "at": raw}).as_json() == {"kind": "once", "at": normal}
+    assert schedule_parse({"kind": "once", "at": raw}).as_json() == {"kind": "once", "at": normal, "timezone": "UTC"}
+
+
+def test_a_one_off_keeps_the_zone_it_was_written_in_apart_from_its_instant() -> None:
+    berlin = schedule_parse({"kind": "once", "at": "2096-02-29T10:30:00+01:00", "timezone": "europe/berlin"})
+    assert berlin.as_json() == {"kind": "once", "at": "2096-02-29T09:30:00Z", "timezone": "Europe/Berlin"}
+    assert berlin.at == schedule_parse({"kind": "once", "at": "2096-02-29T09:30:00Z"}).at
+    with pytest.raises(ScheduleInvalid) as refused:
+        schedule_parse({"kind": "once", "at": "2096-02-29T09:30:00Z", "timezone": "Mars/Olympus"})
+    in_words(refused.value, field="schedule.timezone")
 
 
 @pytest.mark.parametrize(
     ("raw", "says"),
     [
-        ("2097-02-29T09:30:00Z", "not a date in the calendar"),
-        ("2096-04-31T09:30:00Z", "not a date in the calendar"),
-        ("2096-02-29T24:00:00Z", "not a date in the calendar"),
-        ("2096-02-29T09:60:00Z", "not a date in the calendar"),
-        ("2096-02-29T09:30:00-00:00", "unknown offset"),
-        ("2096-02-29T09:30:00+14:01", "-14:00 to +14:00"),
+        ("2097-02-29T09:30:00Z", "The date and time 2097-02-29 09:30:00 is not in the calendar."),
+        ("2096-04-31T09:30:00Z", "The date and time 2096-04-31 09:30:00 is not in the calendar."),
+        ("2096-02-29T24:00:00Z", "The date and time 2096-02-29 24:00:00 is not in the calendar."),
+        ("2096-02-29T09:60:00Z", "The date and time 2096-02-29 09:60:00 is not in the calendar."),
+        ("2096-02-29T09:30:00-00:00", "The offset -00:00 means an unknown offset"),
+        ("2096-02-29T09:30:00+14:01", "The offset must be from -14:00 to +14:00."),
         ("2096-02-29T09:30:00+01:60", "-14:00 to +14:00"),
-        ("2096-02-29T09:30:00", "whole seconds with Z or an offset"),
+        ("2096-02-29T09:30:00", "The date and time must be in whole seconds with Z or an offset"),
         ("2096-02-29T09:30:00.000Z", "whole seconds"),
         ("2096-02-29T09:30Z", "whole seconds"),
         ("2096-02-29 09:30:00Z", "whole seconds"),
@@ -239,22 +266,33 @@ def test_it_refuses_one_offs_outside_the_contract(raw: object, says: str) -> Non
     with pytest.raises(ScheduleInvalid) as refused:
         schedule_parse({"kind": "once", "at": raw})
     assert says in refused.value.message
+    in_words(refused.value, field="schedule.at")
 
 
 @pytest.mark.parametrize(
-    "raw",
+    ("raw", "field", "says"),
     [
-        None,
-        [],
-        "0 9 * * 1",
-        {},
-        {"kind": "interval"},
-        {"kind": "once"},
-        {"kind": "once", "at": "2096-02-29T09:30:00Z", "timezone": "UTC"},
-        {"kind": "cron", "expression": "0 9 * * 1", "at": "2096-02-29T09:30:00Z"},
-        {"kind": "cron"},
+        (None, "schedule", "The schedule must be an object"),
+        ([], "schedule", "The schedule must be an object"),
+        ("0 9 * * 1", "schedule", "The schedule must be an object"),
+        ({}, "schedule.kind", 'The kind of schedule must be "once" or "cron".'),
+        ({"kind": "interval"}, "schedule.kind", 'The kind of schedule must be "once" or "cron".'),
+        ({"kind": "once"}, "schedule.at", "The date and time must be in whole seconds"),
+        (
+            {"kind": "once", "at": "2096-02-29T09:30:00Z", "every": 2},
+            "schedule.every",
+            "A one-off schedule takes no “every”.",
+        ),
+        (
+            {"kind": "cron", "expression": "0 9 * * 1", "at": "2096-02-29T09:30:00Z"},
+            "schedule.at",
+            "A repeating schedule takes no “at”.",
+        ),
+        ({"kind": "cron"}, "schedule.expression", "The cron expression is missing: a cron expression has five fields"),
     ],
 )
-def test_it_refuses_schedule_objects_of_other_shapes(raw: object) -> None:
-    with pytest.raises(ScheduleInvalid):
+def test_it_refuses_schedule_objects_of_other_shapes(raw: object, field: str, says: str) -> None:
+    with pytest.raises(ScheduleInvalid) as refused:
         schedule_parse(raw)
+    assert refused.value.message.startswith(says)
+    in_words(refused.value, field=field)

@@ -82,6 +82,7 @@ async def test_create_task_schedules_in_the_current_conversation_once_per_call(c
     assert result["replayed"] is False
     task = result["task"]
     assert (task["name"], task["version"], task["schedule"]) == ("Weekly summary", 1, WEEKLY)
+    assert task["schedule_text"] == "Every Monday at 09:00, Europe/Berlin"
     assert len(task["upcoming"]) == 5
     stored = await db(lambda: Task.objects.get(id=task["id"]))()
     assert stored.conversation_id == mine
@@ -109,6 +110,30 @@ async def test_the_tools_refuse_what_the_api_refuses(conversations) -> None:
         assert result["error"] in ("invalid_schedule", "invalid_task")
         assert summary("create_task", result).startswith("Not saved")
     assert await db(lambda: Task.objects.count())() == 0
+
+
+async def test_the_tools_refuse_in_the_words_the_page_shows_with_the_field_beside(conversations) -> None:
+    mine, _ = conversations
+    hour = {"kind": "cron", "expression": "0 25 * * *", "timezone": "Europe/Berlin"}
+    result = await call("create_task", context_for(mine), {"name": "x", "instructions": "y", "schedule": hour})
+    assert result == {
+        "ok": False,
+        "error": "invalid_schedule",
+        "message": "The hour 25 is outside 0-23.",
+        "fields": {"schedule.expression": ["The hour 25 is outside 0-23."]},
+    }
+    created = await call(
+        "create_task", context_for(mine, "call-2"), {"name": "x", "instructions": "y", "schedule": WEEKLY}
+    )
+    blank = await call(
+        "update_task", context_for(mine, "call-3"), {"id": created["task"]["id"], "expected_version": 1, "name": " "}
+    )
+    assert (blank["error"], blank["message"], blank["fields"]) == (
+        "invalid_task",
+        "The name must not be blank.",
+        {"name": ["The name must not be blank."]},
+    )
+    assert "`" not in str(result) + str(blank)
 
 
 async def test_list_update_and_delete_reach_only_this_conversations_tasks(conversations) -> None:
