@@ -10,6 +10,7 @@ import json
 import uuid
 
 import pytest
+import yaml
 from django.test import Client
 
 from memory import services
@@ -244,3 +245,27 @@ def test_it_refuses_a_foreign_origin(owner_client, facts):
 
     assert_error(response, 403, "origin_refused")
     assert stored() == before
+
+
+def test_the_openapi_document_says_what_this_call_takes_and_answers(owner_client):
+    document = yaml.safe_load(owner_client.get("/api/schema/").content)
+    operation = document["paths"][DELETE_MANY]["post"]
+
+    def resolve(schema: dict) -> dict:
+        name = schema.get("$ref", "").rsplit("/", 1)[-1]
+        return document["components"]["schemas"][name] if name else schema
+
+    body = resolve(operation["requestBody"]["content"]["application/json"]["schema"])
+    listed_items = body["properties"]["items"]
+    item = resolve(listed_items["items"])
+    answer = resolve(operation["responses"]["200"]["content"]["application/json"]["schema"])
+    result = resolve(answer["properties"]["results"]["items"])
+    assert set(document["paths"][DELETE_MANY]) == {"post"}
+    assert (body["required"], body["additionalProperties"]) == (["items"], False)
+    assert (listed_items["minItems"], listed_items["maxItems"]) == (1, services.MAX_DELETE)
+    assert (sorted(item["required"]), item["additionalProperties"]) == (["id", "version"], False)
+    assert item["properties"]["id"]["pattern"] == "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+    assert item["properties"]["version"] == {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
+    assert result["properties"]["outcome"]["enum"] == ["deleted", "absent", "version_conflict"]
+    assert result["properties"]["current"]["nullable"] is True
+    assert {"200", "400", "401", "403", "413", "415", "503"} <= set(operation["responses"])
