@@ -26,6 +26,12 @@ class MemoryFull(LimitReached):
     code = "memory_full"
 
 
+class DeleteItemsInvalid(InvalidInput):
+    """A bulk delete names no fact, more facts than one request may, or a fact twice."""
+
+    code = "invalid"
+
+
 class FactNotFound(NotFound):
     """No active fact has this id (it never existed, or it was deleted)."""
 

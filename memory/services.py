@@ -1,8 +1,9 @@
 """Writes of the memory: add, remember (a tool call's idempotent add), update and delete facts.
 
 Every change compares the version the caller read; a stale one changes nothing. Deleting
-turns a fact into a tombstone (no content, version kept) that nothing revives. The search
-index follows each write inside the same transaction (see `memory.models`).
+turns a fact into a tombstone (no content, version kept) that nothing revives; the owner
+may delete many facts at once, each at its own version. The search index follows each
+write inside the same transaction (see `memory.models`).
 
 The tools pass `proceed`, which each write calls inside its own transaction right before
 writing: it says whether the call's turn still runs and its conversation still exists.
@@ -11,7 +12,10 @@ writing: it says whether the call's turn still runs and its conversation still e
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
 
 from django.db import transaction
 from django.db.models import F
@@ -25,7 +29,15 @@ from flarebot.core.text import (
     line_breaks_normalize,
     utf16_length,
 )
-from memory.errors import FactConflict, FactInvalid, FactNotFound, FactTooLong, MemoryFull, WriteAbandoned
+from memory.errors import (
+    DeleteItemsInvalid,
+    FactConflict,
+    FactInvalid,
+    FactNotFound,
+    FactTooLong,
+    MemoryFull,
+    WriteAbandoned,
+)
 from memory.models import Fact, FactState
 from memory.selectors import fact_view
 
@@ -33,6 +45,8 @@ MAX_FACTS = 200  # active facts; tombstones do not count
 MAX_CONTENT = 1_000  # UTF-16 code units, as browsers count
 # Held by every add until its transaction ends, so that the count under MAX_FACTS holds.
 FACTS_ADD_LOCK = "memory:facts-add"
+# Facts one request may delete: every active fact at once, so a page never splits its selection.
+MAX_DELETE = MAX_FACTS
 
 # The ids of facts that `remember` calls make: uuid5 of this namespace and "conversation:call".
 REMEMBER_NAMESPACE = uuid.UUID("5b0e3f4e-6a51-4f0b-9d55-0c7f2f6a1e2d")
@@ -133,17 +147,75 @@ def fact_update(*, fact_id: uuid.UUID, content: str, version: int, proceed: Proc
         raise conflict
 
 
+def _tombstone(*, fact_id: uuid.UUID, version: int, now: datetime) -> bool:
+    """Make the active fact at `version` a tombstone in one conditional UPDATE; return whether it did."""
+    # Of two deletes (or an edit and a delete) based on the same version, the second finds
+    # the version moved on and changes nothing, as in fact_update.
+    return bool(
+        Fact.objects.filter(id=fact_id, state=FactState.ACTIVE, version=version).update(
+            state=FactState.DELETED, content="", deleted_at=now, updated_at=now, version=F("version") + 1
+        )
+    )
+
+
 def fact_delete(*, fact_id: uuid.UUID, version: int, proceed: Proceed = _always) -> bool:
     """Make an active fact at `version` a tombstone; return False when there was no active fact."""
     with transaction.atomic():
         _check_proceed(proceed)
-        now = timezone.now()
-        changed = Fact.objects.filter(id=fact_id, state=FactState.ACTIVE, version=version).update(
-            state=FactState.DELETED, content="", deleted_at=now, updated_at=now, version=F("version") + 1
-        )
-        if changed:
+        if _tombstone(fact_id=fact_id, version=version, now=timezone.now()):
             return True
         conflict = _stale(fact_id, version)
         if conflict is None:
             return False
         raise conflict
+
+
+DeleteOutcome = Literal["deleted", "absent", "version_conflict"]
+
+
+@dataclass(frozen=True)
+class FactDeletion:
+    """What a bulk delete did with one fact; `current` is the fact as it is now after a conflict."""
+
+    fact_id: uuid.UUID
+    outcome: DeleteOutcome
+    current: Fact | None = None
+
+
+def facts_delete_check(count: int) -> None:
+    """Refuse a bulk delete that names no fact, or more than MAX_DELETE."""
+    if count < 1:
+        raise DeleteItemsInvalid("Name at least one fact to delete.")
+    if count > MAX_DELETE:
+        raise DeleteItemsInvalid(f"At most {MAX_DELETE} facts can be deleted at once.")
+
+
+def facts_delete(*, items: Sequence[tuple[uuid.UUID, int]], proceed: Proceed = _always) -> list[FactDeletion]:
+    """Delete each (id, version) as fact_delete would, in one transaction; return each outcome, in order.
+
+    A stale version keeps its fact (`version_conflict`, with the fact as it is now) while
+    the others are deleted; an id with no active fact is `absent`, which deleting it alone
+    answers with success too. Items apply in the order named, so a fact named again after
+    it was deleted is `absent`.
+    """
+    facts_delete_check(len(items))
+    done: list[FactDeletion] = []
+    with transaction.atomic():
+        _check_proceed(proceed)
+        # Every named row is locked first, in id order (PostgreSQL; SQLite's IMMEDIATE
+        # transaction holds its only write lock already): two bulk deletes over the same
+        # facts, named in any order, then never wait on each other in a cycle.
+        list(Fact.objects.select_for_update().filter(id__in={i for i, _ in items}).order_by("id").values_list("id"))
+        now = timezone.now()
+        for fact_id, version in items:
+            if _tombstone(fact_id=fact_id, version=version, now=now):
+                done.append(FactDeletion(fact_id, "deleted"))
+                continue
+            current = Fact.objects.filter(id=fact_id, state=FactState.ACTIVE).first()
+            outcome = (
+                FactDeletion(fact_id, "absent")
+                if current is None
+                else FactDeletion(fact_id, "version_conflict", current)
+            )
+            done.append(outcome)
+    return done

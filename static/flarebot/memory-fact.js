@@ -1,64 +1,67 @@
-// One fact of the Memory section: view, edit (a draft and its counter) and delete (after a
-// confirmation) modes. The section (memory.js) saves and deletes.
+// One fact of the Memory section: a compact row (a checkbox, the text clamped to two lines with
+// "Show all" when the clamp cuts it, when it was added or edited, Edit and Delete) with view,
+// edit and confirm (delete) modes. The edit form and the delete question are made from their
+// templates when opened and dropped when closed, so that 200 rows stay light. The section
+// (memory.js) saves, deletes, filters and keeps the selection.
 import { say } from "./api.js";
-import { localTime, showCount } from "./dom.js";
+import { showCount } from "./dom.js";
 import { fromTemplate } from "./section.js";
 
-/** The item of `fact`; `section`: {template, maxLength, gate, save(item), remove(item)}. */
+/** Text as the filter compares it: lower case, accents dropped ("Café" -> "cafe"). */
+export function fold(text) {
+  return text.normalize("NFKD").replace(/\p{M}/gu, "").toLocaleLowerCase();
+}
+
+/**
+ * The item of `fact`; `section`: {templates: {item, edit, confirm}, maxLength, gate, save(item),
+ * remove(item), selectionChanged(item)}.
+ */
 export function factItem(fact, section) {
   const { gate } = section;
-  const { node, part } = fromTemplate(section.template);
+  const { node, part } = fromTemplate(section.templates.item);
   const item = {
     fact,
     node,
+    section,
     limit: section.maxLength,
     mode: "view", // view | edit | confirm
-    view: part("view"),
+    expanded: false,
+    folded: "",
+    check: part("check"),
     text: part("text"),
+    metaLine: part("meta-line"),
     meta: part("meta"),
+    more: part("more"),
+    actions: part("actions"),
     editButton: part("edit"),
     deleteButton: part("delete"),
-    confirm: part("confirm"),
-    confirmButton: part("confirm-delete"),
-    keepButton: part("keep"),
-    form: part("edit-form"),
-    draft: part("draft"),
-    counter: part("counter"),
-    conflict: part("conflict"),
-    current: part("current"),
-    saveButton: part("save"),
-    cancelButton: part("cancel"),
     message: part("message"),
+    // Made when the edit form or the delete question opens (openForm, openConfirm).
+    form: null,
+    confirm: null,
   };
-  const draftId = `memory-draft-${fact.id}`;
-  item.draft.id = draftId;
-  part("draft-label").htmlFor = draftId;
-  item.confirm.setAttribute("aria-label", "Confirm deletion");
   node.dataset.id = fact.id;
+  item.text.id = `memory-text-${fact.id}`;
+  item.check.setAttribute("aria-labelledby", item.text.id);
 
+  // A press while another operation runs changes nothing, the checkbox included.
+  item.check.addEventListener("click", (event) => {
+    if (gate.busy) event.preventDefault();
+  });
+  item.check.addEventListener("change", () => section.selectionChanged(item));
+  item.more.addEventListener("click", () => {
+    item.expanded = !item.expanded;
+    item.node.toggleAttribute("data-expanded", item.expanded);
+    item.more.textContent = item.expanded ? "Show less" : "Show all";
+    item.more.setAttribute("aria-expanded", String(item.expanded));
+  });
   item.editButton.addEventListener("click", () => {
     if (gate.busy) return;
-    item.draft.value = item.fact.content;
-    item.conflict.hidden = true;
-    item.draft.removeAttribute("aria-invalid");
     say(item.message, "");
     setMode(item, "edit");
+    item.draft.value = item.fact.content;
+    showCount(item.counter, item.draft.value, item.limit);
     item.draft.focus();
-  });
-  item.cancelButton.addEventListener("click", () => {
-    if (gate.busy) return;
-    closeEdit(item);
-  });
-  item.form.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && !gate.busy) {
-      event.preventDefault();
-      closeEdit(item);
-    }
-  });
-  item.draft.addEventListener("input", () => showCount(item.counter, item.draft.value, item.limit));
-  item.form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    gate.run(() => section.save(item));
   });
   item.deleteButton.addEventListener("click", () => {
     if (gate.busy) return;
@@ -66,45 +69,103 @@ export function factItem(fact, section) {
     setMode(item, "confirm");
     item.keepButton.focus();
   });
-  item.keepButton.addEventListener("click", () => {
-    if (gate.busy) return;
-    setMode(item, "view");
-    item.deleteButton.focus();
-  });
-  item.confirm.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && !gate.busy) {
-      event.preventDefault();
-      setMode(item, "view");
-      item.deleteButton.focus();
-    }
-  });
-  item.confirmButton.addEventListener("click", () => gate.run(() => section.remove(item)));
   showFact(item, fact);
   return item;
 }
 
+function openForm(item) {
+  const { section } = item;
+  const { node, part } = fromTemplate(section.templates.edit);
+  Object.assign(item, {
+    form: node,
+    draft: part("draft"),
+    counter: part("counter"),
+    conflict: part("conflict"),
+    current: part("current"),
+    saveButton: part("save"),
+    cancelButton: part("cancel"),
+  });
+  const draftId = `memory-draft-${item.fact.id}`;
+  item.draft.id = draftId;
+  part("draft-label").htmlFor = draftId;
+  item.cancelButton.addEventListener("click", () => {
+    if (section.gate.busy) return;
+    closeEdit(item);
+  });
+  node.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !section.gate.busy) {
+      event.preventDefault();
+      closeEdit(item);
+    }
+  });
+  item.draft.addEventListener("input", () => showCount(item.counter, item.draft.value, item.limit));
+  node.addEventListener("submit", (event) => {
+    event.preventDefault();
+    section.gate.run(() => section.save(item));
+  });
+  item.message.before(node);
+}
+
+function openConfirm(item) {
+  const { section } = item;
+  const { node, part } = fromTemplate(section.templates.confirm);
+  Object.assign(item, { confirm: node, confirmButton: part("confirm-delete"), keepButton: part("keep") });
+  const keep = () => {
+    setMode(item, "view");
+    item.deleteButton.focus();
+  };
+  item.keepButton.addEventListener("click", () => {
+    if (!section.gate.busy) keep();
+  });
+  node.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !section.gate.busy) {
+      event.preventDefault();
+      keep();
+    }
+  });
+  item.confirmButton.addEventListener("click", () => section.gate.run(() => section.remove(item)));
+  item.message.before(node);
+}
+
 export function setMode(item, mode) {
+  if (mode !== "edit" && item.form) {
+    item.form.remove();
+    item.form = null;
+  }
+  if (mode !== "confirm" && item.confirm) {
+    item.confirm.remove();
+    item.confirm = null;
+  }
+  if (mode === "edit" && !item.form) openForm(item);
+  if (mode === "confirm" && !item.confirm) openConfirm(item);
   item.mode = mode;
-  item.view.hidden = mode === "edit";
-  item.form.hidden = mode !== "edit";
-  item.confirm.hidden = mode !== "confirm";
-  item.editButton.hidden = mode === "confirm";
-  item.deleteButton.hidden = mode === "confirm";
+  item.text.hidden = mode === "edit";
+  item.metaLine.hidden = mode === "edit";
+  item.actions.hidden = mode !== "view";
   item.node.dataset.mode = mode;
-  if (mode === "edit") showCount(item.counter, item.draft.value, item.limit);
 }
 
 function closeEdit(item) {
-  item.conflict.hidden = true;
   say(item.message, "");
   setMode(item, "view");
   item.editButton.focus();
 }
 
+/** "Added 1/2/2025" (the full time on hover): short enough to share a line with the buttons at 375 px. */
+function when(fact) {
+  const time = document.createElement("time");
+  const date = new Date(fact.updated_at);
+  time.dateTime = fact.updated_at;
+  time.textContent = date.toLocaleDateString();
+  time.title = date.toLocaleString();
+  return time;
+}
+
 export function showFact(item, fact) {
   item.fact = fact;
+  item.folded = fold(fact.content);
   item.text.textContent = fact.content;
-  item.meta.replaceChildren(fact.version > 1 ? "Edited " : "Added ", localTime(fact.updated_at));
+  item.meta.replaceChildren(fact.version > 1 ? "Edited " : "Added ", when(fact));
 }
 
 /** Changed elsewhere while its draft is open: show the current text beside it. */
@@ -117,4 +178,16 @@ export function showConflict(item, current) {
 /** Whether the item holds a draft the owner has not saved. */
 export function unsaved(item) {
   return item.mode === "edit" && item.draft.value !== item.fact.content;
+}
+
+/**
+ * Show "Show all" on the shown rows whose text the two-line clamp cuts. Every height is read
+ * before anything is written, so the 200 rows cost one layout.
+ */
+export function markClamped(items) {
+  const cut = items.map((item) => item.mode !== "edit" && item.text.scrollHeight > item.text.clientHeight + 1);
+  items.forEach((item, index) => {
+    const hidden = !(cut[index] || item.expanded);
+    if (item.more.hidden !== hidden) item.more.hidden = hidden;
+  });
 }

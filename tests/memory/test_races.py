@@ -73,6 +73,49 @@ def test_an_edit_and_a_delete_from_the_same_version_one_wins():
     assert Fact.objects.count() == 1
 
 
+def test_two_bulk_deletes_of_the_same_facts_in_opposite_orders_both_finish_and_delete_each_once():
+    facts = [services.fact_create(content=f"Fact {i}.") for i in range(20)]
+    named = [(fact.id, 1) for fact in facts]
+    proceed = both_inside()
+
+    outcomes = in_threads(
+        lambda: services.facts_delete(items=named, proceed=proceed),
+        lambda: services.facts_delete(items=named[::-1], proceed=proceed),
+    )
+
+    # Rows are locked in id order whatever the order named: no deadlock, no error.
+    assert all(isinstance(outcome, list) for outcome in outcomes), outcomes
+    first, second = ({d.fact_id: d.outcome for d in outcome} for outcome in outcomes)
+    for fact in facts:
+        assert sorted([first[fact.id], second[fact.id]]) == ["absent", "deleted"]
+    assert Fact.objects.filter(state=FactState.ACTIVE).count() == 0
+    assert set(Fact.objects.values_list("version", flat=True)) == {2}
+
+
+def test_a_bulk_delete_and_an_edit_from_the_same_version_one_wins():
+    fact = services.fact_create(content="Lives in Lisbon.")
+    other = services.fact_create(content="Prefers tea.")
+    proceed = both_inside()
+
+    outcomes = in_threads(
+        lambda: services.fact_update(fact_id=fact.id, content="Lives in Porto.", version=1, proceed=proceed),
+        lambda: services.facts_delete(items=[(other.id, 1), (fact.id, 1)], proceed=proceed),
+    )
+
+    edited, deleted = outcomes
+    stored = Fact.objects.get(id=fact.id)
+    assert deleted[0].outcome == "deleted"
+    if isinstance(edited, Fact):  # the edit won: the bulk delete kept the fact and says so
+        assert deleted[1].outcome == "version_conflict"
+        assert deleted[1].current is not None
+        assert deleted[1].current.content == "Lives in Porto."
+        assert (stored.state, stored.content, stored.version) == (FactState.ACTIVE, "Lives in Porto.", 2)
+    else:  # the delete won: the edit found no active fact and created none
+        assert type(edited).__name__ == "FactNotFound"
+        assert deleted[1].outcome == "deleted"
+        assert (stored.state, stored.content, stored.version) == (FactState.DELETED, "", 2)
+
+
 def test_two_replays_of_one_remember_store_one_fact():
     fact_id = services.remember_id(conversation_id=Fact().id, tool_call_id="call_twice")
 

@@ -8,7 +8,15 @@ import uuid
 import pytest
 
 from memory import selectors, services
-from memory.errors import FactConflict, FactInvalid, FactNotFound, FactTooLong, MemoryFull, WriteAbandoned
+from memory.errors import (
+    DeleteItemsInvalid,
+    FactConflict,
+    FactInvalid,
+    FactNotFound,
+    FactTooLong,
+    MemoryFull,
+    WriteAbandoned,
+)
 from memory.models import Fact, FactState
 
 pytestmark = pytest.mark.django_db
@@ -256,6 +264,63 @@ def test_a_stale_delete_keeps_the_fact():
 
     assert stale.value.current["content"] == "Lives in Porto."
     assert listed() == ["Lives in Porto."]
+
+
+def test_deleting_many_answers_each_fact_in_the_order_named():
+    _kept, stale, gone = (services.fact_create(content=text) for text in ("Kept.", "Stale.", "Gone."))
+    services.fact_update(fact_id=stale.id, content="Stale, changed.", version=1)
+    unknown = uuid.uuid4()
+
+    done = services.facts_delete(items=[(gone.id, 1), (unknown, 1), (stale.id, 1)])
+
+    assert [(d.fact_id, d.outcome) for d in done] == [
+        (gone.id, "deleted"),
+        (unknown, "absent"),
+        (stale.id, "version_conflict"),
+    ]
+    assert done[2].current is not None
+    assert (done[2].current.content, done[2].current.version) == ("Stale, changed.", 2)
+    assert listed() == ["Stale, changed.", "Kept."]
+    assert Fact.objects.get(id=gone.id).content == ""
+
+
+@pytest.mark.parametrize(("count", "why"), [(0, "at least one fact"), (201, "At most 200 facts")], ids=["none", "201"])
+def test_deleting_many_refuses_none_or_too_many_and_deletes_nothing(count, why):
+    Fact.objects.bulk_create(Fact(content=f"fact {i}") for i in range(200))
+    ids = list(Fact.objects.values_list("id", flat=True))[:count] + [uuid.uuid4() for _ in range(count - 200)]
+    before = rows()
+
+    with pytest.raises(DeleteItemsInvalid, match=why):
+        services.facts_delete(items=[(fact_id, 1) for fact_id in ids])
+
+    assert rows() == before
+
+
+def test_deleting_many_applies_the_items_in_the_order_named():
+    fact = services.fact_create(content="Named three times.")
+
+    done = services.facts_delete(items=[(fact.id, 2), (fact.id, 1), (fact.id, 1)])
+
+    assert [d.outcome for d in done] == ["version_conflict", "deleted", "absent"]
+    assert Fact.objects.get(id=fact.id).version == 2
+
+
+def test_deleting_exactly_200_at_once_is_allowed():
+    Fact.objects.bulk_create(Fact(content=f"fact {i}") for i in range(200))
+
+    done = services.facts_delete(items=[(fact_id, 1) for fact_id in Fact.objects.values_list("id", flat=True)])
+
+    assert [d.outcome for d in done] == ["deleted"] * 200
+    assert listed() == []
+
+
+def test_deleting_many_writes_nothing_when_told_not_to_proceed():
+    fact = services.fact_create(content="Stays.")
+
+    with pytest.raises(WriteAbandoned):
+        services.facts_delete(items=[(fact.id, 1)], proceed=lambda: False)
+
+    assert listed() == ["Stays."]
 
 
 def test_remember_makes_the_same_id_for_the_same_call_and_writes_once():
