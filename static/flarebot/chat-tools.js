@@ -15,6 +15,7 @@ const STATUS_TEXT = {
   unavailable: "Unavailable",
 };
 const JSON_MAX = 20000;
+const REASON_MAX = 160; // as a card's summary (tools/activity.py TEXT_MAX)
 
 /** Return a person's label for a tool name: "read_url" -> "Read url". */
 export function humanize(name) {
@@ -74,8 +75,33 @@ export function shellBody(input, output) {
   return nodes;
 }
 
+function lastLine(value) {
+  const lines = text(value).split("\n").map((line) => line.trim()).filter(Boolean);
+  const last = lines.length ? lines[lines.length - 1] : "";
+  return last.length > REASON_MAX ? `${last.slice(0, REASON_MAX - 1)}…` : last;
+}
+
+/**
+ * How a shell command that ran ended, for the card's header. The call itself succeeded; a
+ * command that did not exit with 0 reads "Exited 3" in the warning colour (never the
+ * success colour), with the last line it wrote to stderr as its reason. Null for exit 0.
+ */
+export function shellHead(output) {
+  if (!output || typeof output !== "object") return null;
+  const reason = lastLine(output.stderr);
+  if (output.not_started) return { text: "Not started", tone: "warning", reason: "" };
+  if (output.timed_out) return { text: "Timed out", tone: "warning", reason };
+  if (typeof output.exit_code !== "number") return { text: "No exit code", tone: "warning", reason };
+  if (output.exit_code !== 0) return { text: `Exited ${output.exit_code}`, tone: "warning", reason };
+  return null;
+}
+
 // Tools whose card body is shaped for them; every other tool shows its input and result as JSON.
 const BODIES = { shell: shellBody };
+// Tools whose successful result can still say something went wrong (a command's exit code).
+const HEADS = { shell: shellHead };
+// Statuses whose card says why in its header, without being opened.
+const SAYS_WHY = new Set(["failed", "unavailable", "interrupted"]);
 
 const PROPOSAL_STATUS = { proposed: "pending", confirmed: "succeeded", dismissed: "cancelled" };
 const PROPOSAL_STATUS_TEXT = { proposed: "Needs your confirmation", confirmed: "Confirmed", dismissed: "Dismissed" };
@@ -143,7 +169,9 @@ export class ToolCard {
     this.progressText = el("span", "tool-progress");
     this.progressBar = el("progress", "tool-bar");
     this.duration = el("span", "tool-duration");
-    summary.append(this.dot, this.label, this.status, this.progressText, this.progressBar, this.duration);
+    this.reason = el("span", "tool-reason"); // why it failed, on a line of its own
+    this.reason.hidden = true;
+    summary.append(this.dot, this.label, this.status, this.progressText, this.progressBar, this.duration, this.reason);
     this.body = el("div", "tool-body");
     this.el.append(summary, this.body);
     this.bodyStale = true;
@@ -184,7 +212,15 @@ export class ToolCard {
     const status = proposal ? PROPOSAL_STATUS[proposal.state] || "pending" : this.currentStatus();
     this.el.dataset.status = status;
     this.label.textContent = this.activity?.label || humanize(this.part?.name);
-    this.status.textContent = proposal ? PROPOSAL_STATUS_TEXT[proposal.state] || "" : STATUS_TEXT[status] || humanize(status);
+    const head = !proposal && status === "succeeded" ? HEADS[this.part?.name]?.(this.part.output) : null;
+    if (head) this.el.dataset.tone = head.tone;
+    else delete this.el.dataset.tone;
+    this.status.textContent = proposal
+      ? PROPOSAL_STATUS_TEXT[proposal.state] || ""
+      : head?.text || STATUS_TEXT[status] || humanize(status);
+    const reason = head ? head.reason : !proposal && SAYS_WHY.has(status) ? this.failure() : "";
+    this.reason.textContent = reason;
+    this.reason.hidden = !reason;
 
     const progress = this.activity?.progress || this.progress;
     const running = status === "running" || status === "pending";
@@ -211,6 +247,13 @@ export class ToolCard {
     }
     this.bodyStale = true;
     if (this.el.open) this.renderBody();
+  }
+
+  /** The one-line reason of a call that did not succeed: its card's summary, else its own message. */
+  failure() {
+    const output = this.part?.output;
+    const message = output && typeof output === "object" && typeof output.message === "string" ? output.message : "";
+    return this.activity?.summary || message.slice(0, REASON_MAX);
   }
 
   proposal() {

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.chat_support import last_answer, open_conversation, send
+from tests.e2e.chat_support import apply_look, last_answer, no_sideways_scroll, open_conversation, send
 from tests.e2e.conftest import screenshot
 from tests.e2e.test_system_page import row
 from tests.support.fake_providers import Call, FakeProviders, Text
@@ -24,6 +24,10 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 TURN_MS = 30_000
 ABSENT = "unix:///nonexistent/flarebot-test/docker.sock"
+WIDTHS = [pytest.param(width, id=f"{width}px") for width in (1280, 375)]
+# The theme's colours in the light scheme (base.css): the status of a command that failed is never green.
+WARNING = "rgb(161, 98, 7)"
+SUCCESS = "rgb(21, 128, 61)"
 COMMAND = "printf '<b>bold</b> <img src=x onerror=\"window.pwned=1\">\\n'; echo 'to stderr' >&2; exit 4"
 
 
@@ -56,6 +60,47 @@ def test_it_shows_the_command_and_its_output_as_text_in_the_card(
     card = page.locator('.tool-card[data-tool-call-id="toolu_shell"]')
     card.locator("summary").click()
     expect(card.locator(".tool-stdout")).to_contain_text("<b>bold</b>")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_it_says_exited_3_in_the_warning_colour_and_why_failed_calls_failed_without_opening_them(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, width: int
+) -> None:
+    page = chat_page
+    apply_look(page, (width, "light"))
+    exited = "echo reading; echo 'cat: data.csv: No such file or directory' >&2; exit 3"
+    fake_providers.script(
+        [Call("toolu_exit", "shell", {"command": exited}), Call("toolu_empty", "shell", {"command": ""})],
+        [Text("The file is missing.")],
+    )
+    conversation_id = live_owner.create_conversation("Exit codes")
+    open_conversation(page, conversation_id)
+
+    send(page, "Read data.csv")
+
+    expect(last_answer(page)).to_contain_text("The file is missing.", timeout=TURN_MS)
+    for _ in range(2):  # as the turn showed it, then from the stored transcript
+        exit_card = page.locator('.tool-card[data-tool-call-id="toolu_exit"]')
+        expect(exit_card).to_have_attribute("data-status", "succeeded")  # the call worked; the command did not
+        expect(exit_card.locator(".tool-status")).to_have_text("Exited 3")
+        expect(exit_card.locator(".tool-status")).to_have_css("color", WARNING)
+        expect(exit_card.locator(".tool-dot")).to_have_css("background-color", WARNING)
+        expect(exit_card.locator(".tool-reason")).to_be_visible()
+        expect(exit_card.locator(".tool-reason")).to_have_text("cat: data.csv: No such file or directory")
+        expect(exit_card.locator(".tool-body")).to_be_hidden()
+        assert exit_card.locator(".tool-status").evaluate("(s) => getComputedStyle(s).color") != SUCCESS
+        failed_card = page.locator('.tool-card[data-tool-call-id="toolu_empty"]')
+        expect(failed_card).to_have_attribute("data-status", "failed")
+        expect(failed_card.locator(".tool-status")).to_have_text("Failed")
+        expect(failed_card.locator(".tool-reason")).to_be_visible()
+        expect(failed_card.locator(".tool-reason")).to_have_text(
+            "Running a shell command was given input it does not accept; the model was told why."
+        )
+        expect(failed_card.locator(".tool-body")).to_be_hidden()
+        no_sideways_scroll(page)
+        screenshot(page, f"chat-shell-exited-{width}")
+        page.reload()
+        expect(page.locator("#connection")).to_have_attribute("data-state", "live")
 
 
 @pytest.fixture
@@ -91,6 +136,7 @@ def test_it_answers_unavailable_with_the_fix_and_the_turn_goes_on_without_docker
     expect(card).to_have_attribute("data-status", "unavailable", timeout=TURN_MS)
     expect(last_answer(page)).to_contain_text("The shell is not available here.")
     expect(page.locator("#stop")).to_be_hidden()
+    expect(card.locator(".tool-reason")).to_contain_text(f"no Docker engine answers at {ABSENT}")  # still folded
     card.locator("summary").click()
     expect(card.locator(".tool-summary")).to_contain_text(f"no Docker engine answers at {ABSENT}")
     expect(card.locator(".tool-summary")).to_contain_text("dockerd --bridge=none")
