@@ -120,6 +120,7 @@ ActivityOutput = inline_serializer(
             allow_null=True,
         ),
         "summary": serializers.CharField(allow_blank=True),
+        "hint": serializers.CharField(allow_blank=True),
         "execution_count": serializers.IntegerField(min_value=0),
         "created_at": serializers.DateTimeField(),
         "started_at": serializers.DateTimeField(allow_null=True),

@@ -5,6 +5,8 @@ announce each change (`activity.updated`, data `{"activity": A}`), in the same t
 What a card may show is chosen here and by each tool's descriptor (`Tool.label`,
 `Tool.summarize`): never raw inputs, results, URLs, commands or errors of arbitrary
 formatters; every text is at most 160 characters with control characters made spaces.
+A tool may add a hint for the owner (`ToolContext.hint_owner`, at most 500 characters):
+what an operator can do about the outcome, which the model never receives.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from tools.registry import tool_get
 logger = logging.getLogger(__name__)
 
 TEXT_MAX = 160
+HINT_MAX = 500
 UNKNOWN_TOOL_LABEL = "Unknown tool"
 INTERRUPTED_SUMMARY = "Stopped by a crash; whether it took effect is unknown."
 FINISHED = {
@@ -52,6 +55,7 @@ class ActivityJson(TypedDict):
     status: str
     progress: ProgressJson | None
     summary: str
+    hint: str
     execution_count: int
     created_at: str
     started_at: str | None
@@ -59,10 +63,10 @@ class ActivityJson(TypedDict):
     duration_ms: int | None
 
 
-def safe_text(text: object) -> str:
-    """Return text fit for a card: control characters as spaces, at most 160 characters."""
+def safe_text(text: object, limit: int = TEXT_MAX) -> str:
+    """Return text fit for a card: control characters as spaces, at most `limit` characters."""
     cleaned = "".join(" " if ch < " " or "\x7f" <= ch <= "\x9f" else ch for ch in str(text)).strip()
-    return cleaned if len(cleaned) <= TEXT_MAX else cleaned[: TEXT_MAX - 1] + "…"
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
 
 
 def _count(value: object) -> int | None:
@@ -81,6 +85,7 @@ class Activity:
     status: str = ActivityStatus.PENDING
     progress: ProgressJson | None = None
     summary: str = ""
+    hint: str = ""  # for the owner's card only (ToolContext.hint_owner)
     execution_count: int = 0
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     created_at: datetime = field(default_factory=timezone.now)
@@ -100,6 +105,7 @@ class Activity:
             "status": self.status,
             "progress": self.progress,
             "summary": self.summary,
+            "hint": self.hint,
             "execution_count": self.execution_count,
             "created_at": iso(self.created_at) or "",
             "started_at": iso(self.started_at) if self.started_at else None,
@@ -139,6 +145,7 @@ def activity_reopen(row: ToolActivity) -> Activity | None:
     activity = activity_from_row(row)
     activity.status = ActivityStatus.PENDING
     activity.summary = ""
+    activity.hint = ""
     activity.progress = None
     activity.finished_at = None
     return activity
@@ -151,6 +158,11 @@ def activity_progress(activity: Activity, progress: dict[str, Any]) -> None:
         "done": _count(progress.get("done")),
         "total": _count(progress.get("total")),
     }
+
+
+def activity_hint(activity: Activity, hint: str) -> None:
+    """Keep what an operator can do about the call's outcome, for the owner's card (never the model)."""
+    activity.hint = safe_text(hint, HINT_MAX)
 
 
 def activity_finish(activity: Activity, *, status: str, output: Any, message: str | None = None) -> None:
@@ -181,6 +193,7 @@ STATE_FIELDS = (
     "status",
     "progress",
     "summary",
+    "hint",
     "execution_count",
     "started_at",
     "finished_at",

@@ -30,6 +30,7 @@ from tools.activity import (
     activities_reopen,
     activity_begin,
     activity_finish,
+    activity_hint,
     activity_progress,
     activity_running,
 )
@@ -157,6 +158,7 @@ async def _run_one(
             provider_key=turn_tools.provider_key,
             conversation_live=partial(conversation_is_active, conversation_id=claim.conversation_id),
             untrusted_read=partial(conversation_has_read_untrusted, conversation_id=claim.conversation_id),
+            hint_owner=partial(activity_hint, activity),  # stored with the call's next update
         )
         result = await tool_call_execute(
             tool,

@@ -171,7 +171,10 @@ export class ToolCard {
     this.duration = el("span", "tool-duration");
     this.reason = el("span", "tool-reason"); // why it failed, on a line of its own
     this.reason.hidden = true;
-    summary.append(this.dot, this.label, this.status, this.progressText, this.progressBar, this.duration, this.reason);
+    this.hint = el("span", "tool-hint"); // what an operator can do about it (the model never sees it)
+    this.hint.hidden = true;
+    const heads = [this.dot, this.label, this.status, this.progressText, this.progressBar, this.duration];
+    summary.append(...heads, this.reason, this.hint);
     this.body = el("div", "tool-body");
     this.el.append(summary, this.body);
     this.bodyStale = true;
@@ -221,6 +224,9 @@ export class ToolCard {
     const reason = head ? head.reason : !proposal && SAYS_WHY.has(status) ? this.failure() : "";
     this.reason.textContent = reason;
     this.reason.hidden = !reason;
+    const hint = typeof this.activity?.hint === "string" ? this.activity.hint : "";
+    this.hint.textContent = hint;
+    this.hint.hidden = !hint;
 
     const progress = this.activity?.progress || this.progress;
     const running = status === "running" || status === "pending";

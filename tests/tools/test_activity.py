@@ -15,7 +15,9 @@ from tools.activity import (
     UNKNOWN_TOOL_LABEL,
     activity_begin,
     activity_finish,
+    activity_hint,
     activity_progress,
+    activity_reopen,
     activity_running,
     activity_store,
     safe_text,
@@ -95,6 +97,19 @@ def test_it_shows_only_what_the_descriptor_summarizes(conversation, secret_tool)
     assert "private page text" not in str(card)
     assert card["duration_ms"] is not None
     assert card["duration_ms"] >= 0
+
+
+def test_it_keeps_a_hint_for_the_owner_bounded_stored_and_cleared_when_the_call_runs_again(owner_client, conversation):
+    activity = activity_begin(conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="x")
+    activity_hint(activity, "Allow it:\nFLAREBOT_NETWORK_ALLOW=" + "h" * 600)
+    activity_finish(activity, status="interrupted", output=None, message="Stopped by a crash.")
+    activity_store(activity)
+
+    [card] = owner_client.get(url(conversation.id)).json()["activities"]
+    assert card["hint"] == ("Allow it: FLAREBOT_NETWORK_ALLOW=" + "h" * 600)[:499] + "…"
+    reopened = activity_reopen(ToolActivity.objects.get())
+    assert reopened is not None
+    assert reopened.hint == ""
 
 
 def test_it_pages_100_activities_newest_first_with_a_cursor(owner_client, conversation):
