@@ -116,6 +116,14 @@ ActivityOutput = inline_serializer(
                 "message": serializers.CharField(allow_blank=True),
                 "done": serializers.IntegerField(allow_null=True),
                 "total": serializers.IntegerField(allow_null=True),
+                "output": inline_serializer(
+                    "ActivityOutput",
+                    {
+                        "start": serializers.IntegerField(min_value=0),
+                        "text": serializers.CharField(allow_blank=True),
+                    },
+                    required=False,
+                ),
             },
             allow_null=True,
         ),

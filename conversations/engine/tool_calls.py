@@ -28,6 +28,7 @@ from flarebot.core.database import db
 from tools.activity import (
     Activity,
     activities_reopen,
+    activity_announced,
     activity_begin,
     activity_finish,
     activity_hint,
@@ -120,7 +121,7 @@ async def _run_all(
 
 
 def _activity_event(claim: Claim, activity: Activity) -> list[NewEvent]:
-    return activity_events(claim.turn_id, [activity.as_json()])
+    return activity_events(claim.turn_id, [activity_announced(activity)])
 
 
 async def _run_one(
