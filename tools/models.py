@@ -1,9 +1,10 @@
 """Tool activity: safe, bounded metadata about each tool call, for the owner's activity cards.
 
 Not a second transcript: inputs and results stay in the message's tool parts. A row holds
-only a label, a status, optional progress and a short summary that the tool's descriptor
-chose to expose. `conversation_id` is a plain UUID (tools sits below conversations);
-deleting a conversation deletes its rows through `activities_delete`.
+only a label, a status, optional progress, a short summary that the tool's descriptor
+chose to expose and a hint for the owner that the tool gave. `conversation_id` is a plain
+UUID (tools sits below conversations); deleting a conversation deletes its rows through
+`activities_delete`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class ToolActivity(BaseModel):
     status = models.CharField(max_length=16, choices=ActivityStatus.choices, default=ActivityStatus.PENDING)
     progress = models.JSONField(null=True, blank=True)
     summary = models.CharField(max_length=160, blank=True, default="")
+    # What an operator can do about the outcome, for the owner's card; never sent to the model.
+    hint = models.CharField(max_length=500, blank=True, default="")
     execution_count = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -95,6 +95,10 @@ class ToolContext:
     untrusted_read: Callable[[], bool] = field(repr=False)
     # The call's place under its tool's concurrency limit (None without a limit).
     place: Place | None = None
+    # Tells the owner, on the call's activity card alone (never the model, which must not
+    # talk anyone into widening a policy), what an operator can do about its outcome: a
+    # refused URL's allowlist entry (`tools.network.policy.operator_hint`). Synchronous.
+    hint_owner: Callable[[str], None] = field(default=lambda _hint: None, repr=False)
 
 
 @dataclass

@@ -28,8 +28,10 @@ from flarebot.core.database import db
 from tools.activity import (
     Activity,
     activities_reopen,
+    activity_announced,
     activity_begin,
     activity_finish,
+    activity_hint,
     activity_progress,
     activity_running,
 )
@@ -119,7 +121,7 @@ async def _run_all(
 
 
 def _activity_event(claim: Claim, activity: Activity) -> list[NewEvent]:
-    return activity_events(claim.turn_id, [activity.as_json()])
+    return activity_events(claim.turn_id, [activity_announced(activity)])
 
 
 async def _run_one(
@@ -157,6 +159,7 @@ async def _run_one(
             provider_key=turn_tools.provider_key,
             conversation_live=partial(conversation_is_active, conversation_id=claim.conversation_id),
             untrusted_read=partial(conversation_has_read_untrusted, conversation_id=claim.conversation_id),
+            hint_owner=partial(activity_hint, activity),  # stored with the call's next update
         )
         result = await tool_call_execute(
             tool,

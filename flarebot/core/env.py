@@ -223,14 +223,15 @@ def env_host_ports(name: str) -> tuple[tuple[str, int], ...]:
         if not entry:
             continue
         host, _, port = entry.rpartition(":")
-        problem = _host_port_problem(host, port)
+        problem = host_port_problem(host, port)
         if problem:
             raise ConfigurationError(f"{name}: {entry[:80]!r} is not host:port ({problem})")
         entries.append((host, int(port)))
     return tuple(dict.fromkeys(entries))
 
 
-def _host_port_problem(host: str, port: str) -> str | None:
+def host_port_problem(host: str, port: str) -> str | None:
+    """Why `host:port` (lowercased) is not an allowlist entry, or None (the network policy offers entries)."""
     if not (port.isascii() and port.isdigit() and 0 < int(port) <= 65535):
         return "the port must be 1-65535"
     if host.startswith("[") and host.endswith("]"):

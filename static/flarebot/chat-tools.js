@@ -15,6 +15,7 @@ const STATUS_TEXT = {
   unavailable: "Unavailable",
 };
 const JSON_MAX = 20000;
+const REASON_MAX = 160; // as a card's summary (tools/activity.py TEXT_MAX)
 
 /** Return a person's label for a tool name: "read_url" -> "Read url". */
 export function humanize(name) {
@@ -74,8 +75,33 @@ export function shellBody(input, output) {
   return nodes;
 }
 
+function lastLine(value) {
+  const lines = text(value).split("\n").map((line) => line.trim()).filter(Boolean);
+  const last = lines.length ? lines[lines.length - 1] : "";
+  return last.length > REASON_MAX ? `${last.slice(0, REASON_MAX - 1)}…` : last;
+}
+
+/**
+ * How a shell command that ran ended, for the card's header. The call itself succeeded; a
+ * command that did not exit with 0 reads "Exited 3" in the warning colour (never the
+ * success colour), with the last line it wrote to stderr as its reason. Null for exit 0.
+ */
+export function shellHead(output) {
+  if (!output || typeof output !== "object") return null;
+  const reason = lastLine(output.stderr);
+  if (output.not_started) return { text: "Not started", tone: "warning", reason: "" };
+  if (output.timed_out) return { text: "Timed out", tone: "warning", reason };
+  if (typeof output.exit_code !== "number") return { text: "No exit code", tone: "warning", reason };
+  if (output.exit_code !== 0) return { text: `Exited ${output.exit_code}`, tone: "warning", reason };
+  return null;
+}
+
 // Tools whose card body is shaped for them; every other tool shows its input and result as JSON.
 const BODIES = { shell: shellBody };
+// Tools whose successful result can still say something went wrong (a command's exit code).
+const HEADS = { shell: shellHead };
+// Statuses whose card says why in its header, without being opened.
+const SAYS_WHY = new Set(["failed", "unavailable", "interrupted"]);
 
 const PROPOSAL_STATUS = { proposed: "pending", confirmed: "succeeded", dismissed: "cancelled" };
 const PROPOSAL_STATUS_TEXT = { proposed: "Needs your confirmation", confirmed: "Confirmed", dismissed: "Dismissed" };
@@ -143,11 +169,26 @@ export class ToolCard {
     this.progressText = el("span", "tool-progress");
     this.progressBar = el("progress", "tool-bar");
     this.duration = el("span", "tool-duration");
-    summary.append(this.dot, this.label, this.status, this.progressText, this.progressBar, this.duration);
+    this.reason = el("span", "tool-reason"); // why it failed, on a line of its own
+    this.reason.hidden = true;
+    this.hint = el("span", "tool-hint"); // what an operator can do about it (the model never sees it)
+    this.hint.hidden = true;
+    this.tail = el("span", "tool-tail"); // the last line printed so far, while it runs
+    this.tail.hidden = true;
+    const heads = [this.dot, this.label, this.status, this.progressText, this.progressBar, this.duration];
+    summary.append(...heads, this.reason, this.hint, this.tail);
     this.body = el("div", "tool-body");
     this.el.append(summary, this.body);
     this.bodyStale = true;
     this.el.addEventListener("toggle", () => this.el.open && this.renderBody());
+
+    // What the running call printed so far (the activity's `progress.output`): events carry
+    // only what is new, from `start` (UTF-16 units, as JS strings count); `liveEnd` is where
+    // the text reached. `liveEl` is kept across renders so its scroll position survives.
+    this.live = "";
+    this.liveEnd = 0;
+    this.liveEl = null;
+    this.liveFollow = true; // the block follows the end until the owner scrolls up
   }
 
   setPart(part) {
@@ -156,13 +197,62 @@ export class ToolCard {
   }
 
   setActivity(activity) {
+    const before = this.activity;
     this.activity = activity;
-    this.update();
+    this.takeOutput(activity?.progress?.output);
+    // Output alone changes the live block, not the rest of the body.
+    const same = before && ["status", "summary", "hint"].every((key) => before[key] === activity[key]);
+    this.update(!same);
   }
 
   setProgress(progress) {
     this.progress = progress;
-    this.update();
+    this.update(false);
+  }
+
+  /**
+   * Add a piece of the output. One that starts past what the card holds (it loaded between
+   * two events) follows a "…" line until the stored card, which has all of it, fills the gap.
+   */
+  takeOutput(output) {
+    if (!output || typeof output.text !== "string" || typeof output.start !== "number" || output.start < 0) return;
+    if (output.start <= this.liveEnd) {
+      const keep = Math.max(0, this.live.length - (this.liveEnd - output.start));
+      this.live = this.live.slice(0, keep) + output.text;
+    } else {
+      this.live = `${this.live}${this.live && !this.live.endsWith("\n") ? "\n" : ""}…\n${output.text}`;
+      // The view reads the stored card again (once this card is on the page).
+      const gap = new CustomEvent("flarebot:output-gap", { bubbles: true, detail: { card: this } });
+      setTimeout(() => this.el.dispatchEvent(gap));
+    }
+    this.liveEnd = output.start + output.text.length;
+  }
+
+  /** Whether the card shows what the call printed so far: it has not handed back its result. */
+  showsLive() {
+    return Boolean(this.live) && (this.part?.output == null) && !this.proposal();
+  }
+
+  liveBlock() {
+    if (!this.liveEl) {
+      const pre = el("pre", "tool-json tool-live");
+      pre.tabIndex = 0; // a scrolling region the keyboard can reach
+      pre.setAttribute("aria-label", "Output so far");
+      pre.addEventListener("scroll", () => {
+        this.liveFollow = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
+      });
+      this.liveEl = pre;
+    }
+    return this.liveEl;
+  }
+
+  /** Put the output into the live block; keep it at the end unless the owner scrolled up. */
+  showLive(savedTop) {
+    const pre = this.liveEl;
+    if (!pre || !pre.isConnected) return;
+    if (pre.textContent !== this.live) pre.textContent = this.live;
+    if (this.liveFollow) pre.scrollTop = pre.scrollHeight;
+    else if (savedTop !== undefined) pre.scrollTop = savedTop;
   }
 
   setTurnActive(active) {
@@ -178,13 +268,24 @@ export class ToolCard {
     return this.turnActive ? "running" : "interrupted";
   }
 
-  update() {
+  update(bodyChanged = true) {
     const proposal = this.proposal();
     // A proposed write did not fail: it waits for the owner, who then decides its outcome.
     const status = proposal ? PROPOSAL_STATUS[proposal.state] || "pending" : this.currentStatus();
     this.el.dataset.status = status;
     this.label.textContent = this.activity?.label || humanize(this.part?.name);
-    this.status.textContent = proposal ? PROPOSAL_STATUS_TEXT[proposal.state] || "" : STATUS_TEXT[status] || humanize(status);
+    const head = !proposal && status === "succeeded" ? HEADS[this.part?.name]?.(this.part.output) : null;
+    if (head) this.el.dataset.tone = head.tone;
+    else delete this.el.dataset.tone;
+    this.status.textContent = proposal
+      ? PROPOSAL_STATUS_TEXT[proposal.state] || ""
+      : head?.text || STATUS_TEXT[status] || humanize(status);
+    const reason = head ? head.reason : !proposal && SAYS_WHY.has(status) ? this.failure() : "";
+    this.reason.textContent = reason;
+    this.reason.hidden = !reason;
+    const hint = typeof this.activity?.hint === "string" ? this.activity.hint : "";
+    this.hint.textContent = hint;
+    this.hint.hidden = !hint;
 
     const progress = this.activity?.progress || this.progress;
     const running = status === "running" || status === "pending";
@@ -204,13 +305,25 @@ export class ToolCard {
       ms = Date.parse(this.activity.finished_at) - Date.parse(this.activity.started_at);
     }
     this.duration.textContent = running ? "" : formatDuration(ms);
+    const tail = running && this.showsLive() ? lastLine(this.live) : "";
+    this.tail.textContent = tail;
+    this.tail.hidden = !tail;
 
     if (proposal?.state === "proposed" && !this.openedForProposal) {
       this.openedForProposal = true;
       this.el.open = true; // what waits for the owner is shown, not folded away
     }
-    this.bodyStale = true;
-    if (this.el.open) this.renderBody();
+    if (bodyChanged || this.showsLive() !== Boolean(this.liveEl?.isConnected)) this.bodyStale = true;
+    if (!this.el.open) return;
+    if (this.bodyStale) this.renderBody();
+    else this.showLive();
+  }
+
+  /** The one-line reason of a call that did not succeed: its card's summary, else its own message. */
+  failure() {
+    const output = this.part?.output;
+    const message = output && typeof output === "object" && typeof output.message === "string" ? output.message : "";
+    return this.activity?.summary || message.slice(0, REASON_MAX);
   }
 
   proposal() {
@@ -247,8 +360,12 @@ export class ToolCard {
       nodes.push(el("div", "tool-section", "Input"), el("pre", "tool-json", prettyJson(this.part.input ?? {})));
       if (output != null) nodes.push(el("div", "tool-section", "Result"), el("pre", "tool-json", prettyJson(output)));
     }
+    const live = this.showsLive();
+    if (live) nodes.push(el("div", "tool-section", "Output so far"), this.liveBlock());
     if (!nodes.length) nodes.push(el("p", "muted", "No details yet."));
+    const savedTop = this.liveEl ? this.liveEl.scrollTop : undefined;
     this.body.replaceChildren(...nodes);
+    if (live) this.showLive(savedTop);
   }
 }
 

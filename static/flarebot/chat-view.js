@@ -53,7 +53,23 @@ export class ConversationView extends EventStream {
     this.loaded = false;
     this.message = null; // a message to bring into view once loaded (a search result)
     this.root.addEventListener("flarebot:write-proposal", (event) => this.decideProposal(event.detail));
+    this.root.addEventListener("flarebot:output-gap", (event) => this.refreshOutput(event.detail.card));
     ui.inner.replaceChildren(this.root);
+  }
+
+  /**
+   * A card missed a piece of its running call's output: the page read the stored cards a
+   * moment before the transcript, and the events after the transcript's mark start later.
+   * The stored card has all of it now.
+   */
+  async refreshOutput(card) {
+    try {
+      const page = await api(`/api/conversations/${this.id}/activities/`, { signal: this.abort.signal });
+      const stored = (page.activities || []).find((activity) => activity.tool_call_id === card.toolCallId);
+      if (stored && this.alive) card.setActivity(stored);
+    } catch (error) {
+      if (!isAbort(error)) reportError(error);
+    }
   }
 
   /** The owner's Confirm or Dismiss of a proposed write; the event that follows updates every tab. */

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -9,7 +10,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, Message, MessageRole, Turn, TurnStatus
-from tests.e2e.chat_support import last_answer, open_conversation, send
+from tests.e2e.chat_support import apply_look, last_answer, no_sideways_scroll, open_conversation, send
 from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live_clients import OwnerClient
@@ -107,3 +108,49 @@ def test_it_links_only_http_sources_and_shows_titles_as_text(chat_page: Page, li
     expect(links.nth(1).locator(".source-title")).to_have_text("news.example.com")
     assert page.evaluate("window.pwned === undefined")
     assert last_answer(page).locator(".sources img").count() == 0
+
+
+@pytest.mark.parametrize("width", [pytest.param(width, id=f"{width}px") for width in (1280, 375)])
+def test_a_refused_url_card_names_the_rule_and_tells_the_owner_alone_what_to_allow(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, width: int
+) -> None:
+    # The live stack allowlists 127.0.0.1 with the fixture server's port (tests/settings.py),
+    # not port 9: the URL is refused before any connection.
+    page = chat_page
+    apply_look(page, (width, "light"))
+    fake_providers.script(
+        [Call("toolu_refused", "read_url", {"url": "http://127.0.0.1:9/"})], [Text("That address is refused.")]
+    )
+    conversation_id = live_owner.create_conversation("Refused")
+    open_conversation(page, conversation_id)
+
+    send(page, "Read my local service on port 9")
+
+    expect(last_answer(page)).to_contain_text("That address is refused.")
+    for _ in range(2):  # as the turn showed it, then after a reload
+        card = page.locator('.tool-card[data-tool-call-id="toolu_refused"]')
+        expect(card).to_have_attribute("data-status", "failed")
+        expect(card.locator(".tool-body")).to_be_hidden()
+        expect(card.locator(".tool-reason")).to_have_text(
+            "The operator allows this host on another port only; port 9 is not allowed."
+            " The URL names a loopback address, which Flarebot may not reach."
+        )
+        hint = card.locator(".tool-hint")
+        expect(hint).to_be_visible()
+        expect(hint).to_contain_text("An operator can allow exactly this host and port with")
+        expect(hint).to_contain_text("FLAREBOT_NETWORK_ALLOW=127.0.0.1:9 ")
+        no_sideways_scroll(page)
+        screenshot(page, f"chat-refused-url-{width}")
+        page.reload()
+        expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+
+    [request] = [r for r in fake_providers.requests if "tool_result" in json.dumps(r.body)]
+    [result] = [
+        json.loads(block["content"])
+        for message in request.body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] == "tool_result"
+    ]
+    assert (result["error"], result["rule"]) == ("refused", "port")
+    assert "FLAREBOT_NETWORK_ALLOW" not in json.dumps(request.body)

@@ -20,6 +20,7 @@ def tool_context(
     live: Callable[[], bool] = lambda: True,
     untrusted: Callable[[], bool] = lambda: False,
     progress: list[dict[str, Any]] | None = None,
+    hints: list[str] | None = None,
 ) -> ToolContext:
     stored = dict(keys or {})
     reports = progress if progress is not None else []
@@ -41,4 +42,5 @@ def tool_context(
         provider_key=provider_key,
         conversation_live=live,
         untrusted_read=untrusted,
+        hint_owner=(hints if hints is not None else []).append,
     )

@@ -12,10 +12,16 @@ from conversations.models import Conversation, Event, Turn
 from conversations.services import conversation_create, conversation_delete, conversation_teardown
 from conversations.turns import turn_claim, turn_finish, turn_submit
 from tools.activity import (
+    OUTPUT_MAX,
     UNKNOWN_TOOL_LABEL,
+    activities_interrupt,
+    activity_announced,
     activity_begin,
     activity_finish,
+    activity_from_row,
+    activity_hint,
     activity_progress,
+    activity_reopen,
     activity_running,
     activity_store,
     safe_text,
@@ -95,6 +101,74 @@ def test_it_shows_only_what_the_descriptor_summarizes(conversation, secret_tool)
     assert "private page text" not in str(card)
     assert card["duration_ms"] is not None
     assert card["duration_ms"] >= 0
+
+
+def test_it_keeps_a_hint_for_the_owner_bounded_stored_and_cleared_when_the_call_runs_again(owner_client, conversation):
+    activity = activity_begin(conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="x")
+    activity_hint(activity, "Allow it:\nFLAREBOT_NETWORK_ALLOW=" + "h" * 600)
+    activity_finish(activity, status="interrupted", output=None, message="Stopped by a crash.")
+    activity_store(activity)
+
+    [card] = owner_client.get(url(conversation.id)).json()["activities"]
+    assert card["hint"] == ("Allow it: FLAREBOT_NETWORK_ALLOW=" + "h" * 600)[:499] + "…"
+    reopened = activity_reopen(ToolActivity.objects.get())
+    assert reopened is not None
+    assert reopened.hint == ""
+
+
+def test_its_events_carry_each_piece_of_output_once_and_the_stored_card_all_of_it(owner_client, conversation):
+    activity = activity_begin(conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="x")
+    activity_running(activity)
+    announced = []
+    for output in ["", "😀 one\n", "😀 one\n", "😀 one\ntwo\x00\n"]:
+        activity_progress(activity, {"message": "working", "output": output})
+        announced.append(activity_announced(activity)["progress"])
+    activity_store(activity)
+
+    assert announced == [
+        {"message": "working", "done": None, "total": None},
+        {"message": "working", "done": None, "total": None, "output": {"start": 0, "text": "😀 one\n"}},
+        {"message": "working", "done": None, "total": None},  # nothing new: no output
+        # the emoji counts two UTF-16 units; NUL, which PostgreSQL refuses, is U+FFFD
+        {"message": "working", "done": None, "total": None, "output": {"start": 7, "text": "two\ufffd\n"}},
+    ]
+    [card] = owner_client.get(url(conversation.id)).json()["activities"]
+    assert card["progress"]["output"] == {"start": 0, "text": "😀 one\ntwo\ufffd\n"}
+    assert activity_from_row(ToolActivity.objects.get()).output == "😀 one\ntwo\ufffd\n"
+
+
+def test_it_announces_output_again_from_its_start_when_it_was_rewritten_and_keeps_it_bounded(conversation):
+    activity = activity_begin(conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="x")
+    activity_progress(activity, {"message": "", "output": "abc"})
+    activity_announced(activity)
+
+    activity_progress(activity, {"message": "", "output": "xbcd"})
+    assert activity_announced(activity)["progress"]["output"] == {"start": 0, "text": "xbcd"}
+    activity_progress(activity, {"message": "", "output": "y" * (OUTPUT_MAX + 5)})
+    assert activity_announced(activity)["progress"]["output"] == {"start": 0, "text": "y" * OUTPUT_MAX}
+    activity_progress(activity, {"message": "no output in this report"})
+    assert activity.output == "y" * OUTPUT_MAX  # kept
+
+
+def test_it_drops_the_output_once_the_call_ended_but_keeps_an_interrupted_calls(owner_client, conversation):
+    turn_id = uuid.uuid4()
+    ended, cut_off = (
+        activity_begin(conversation_id=conversation.id, turn_id=turn_id, tool_call_id=call, name="x")
+        for call in ("ended", "cut_off")
+    )
+    for activity in (ended, cut_off):
+        activity_running(activity)
+        activity_progress(activity, {"message": "", "output": "printed so far\n"})
+        activity_store(activity)
+    activity_finish(ended, status="succeeded", output={"stdout": "printed so far\n"})
+    activity_store(ended)
+
+    [interrupted] = activities_interrupt(turn_id=turn_id)
+
+    cards = {a["tool_call_id"]: a for a in owner_client.get(url(conversation.id)).json()["activities"]}
+    assert "output" not in cards["ended"]["progress"]  # the tool part holds the result
+    assert cards["cut_off"]["progress"]["output"] == {"start": 0, "text": "printed so far\n"}
+    assert interrupted["progress"]["output"] == {"start": 0, "text": "printed so far\n"}
 
 
 def test_it_pages_100_activities_newest_first_with_a_cursor(owner_client, conversation):

@@ -22,6 +22,7 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CHUNK = 16 * 1024
 USER_AGENT = "Flarebot/1 (self-hosted personal agent; +read_url)"
 CONNECT_TIMEOUT = 10.0
+REDIRECTED = "The page redirected somewhere Flarebot may not go: "
 
 
 class FetchFailed(Exception):
@@ -47,7 +48,12 @@ async def fetch(raw_url: str, *, max_bytes: int, accept: str) -> Fetched:
     """GET a URL through the policy, following at most MAX_REDIRECTS checked redirects."""
     target = url_check(raw_url)
     for hop in range(MAX_REDIRECTS + 1):
-        addresses = await addresses_checked(target)
+        try:
+            addresses = await addresses_checked(target)
+        except Refused as refused:
+            if hop == 0:
+                raise
+            raise refused.redirected(REDIRECTED) from None
         connector = aiohttp.TCPConnector(
             resolver=PinnedResolver(target.host, addresses), use_dns_cache=False, force_close=True, limit=1
         )
@@ -95,7 +101,7 @@ def _redirect_target(current: Target, location: str) -> Target:
     try:
         return url_check(raw)
     except Refused as refused:
-        raise Refused(refused.code, f"The page redirected somewhere Flarebot may not go: {refused.message}") from None
+        raise refused.redirected(REDIRECTED) from None
 
 
 async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:

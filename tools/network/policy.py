@@ -19,7 +19,12 @@ The rules, each in one place here:
   original spelling is gone, and an allowlisted address is matched however the page
   wrote it. The URLs the agent gives are checked here before Chromium sees them.
 
-Failures are `Refused` with a classified, safe message (no URL, no address).
+Failures are `Refused` with a classified, safe message (no URL, no address) that names the
+rule that refused it (`rule`: `loopback`, `private`, `link_local`, `ip_literal`, `port`,
+`scheme`, ...; `REFUSAL_RULES`). When the operator's allowlist could let exactly that host
+and port through, `entry` is the allowlist entry that would (`operator_hint` words it for
+the owner's card; it never goes to the model, which must not talk anyone into widening
+the policy). Cloud metadata addresses get no entry: no operator should allow them.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from yarl import URL
+
+from flarebot.core.env import host_port_problem
 
 URL_MAX = 2048
 HOST_MAX = 253
@@ -64,60 +71,118 @@ OTHER_SPELLING = (
 )
 
 
+# The rules an address breaks, and how a message names each.
+ADDRESS_RULES = {
+    "metadata": "a cloud metadata address",
+    "unspecified": "an unspecified address",
+    "loopback": "a loopback address",
+    "private": "a private address",
+    "cgnat": "a shared (CGNAT) address",
+    "link_local": "a link-local address",
+    "reserved": "a reserved address",
+    "documentation": "a documentation address",
+    "benchmark": "a benchmark address",
+    "multicast": "a multicast address",
+    "not_public": "not a public address",
+    "malformed_address": "an address that is not plain IP (scoped or malformed)",
+}
+# Every rule a refusal names (`Refused.rule`): the URL's own, then the addresses'.
+REFUSAL_RULES = frozenset(
+    {
+        "invalid_url",  # unparseable, too long, ambiguous characters
+        "scheme",  # not http or https
+        "credentials",  # user@host
+        "port",  # port 0, or a host the allowlist names with another port only
+        "ip_literal",  # a public IP address instead of a name
+        "other_spelling",  # an allowlisted address spelled another way
+        "local_name",  # localhost, *.internal, single labels, ...
+        "unresolved",  # the name does not resolve
+        "browser_service",  # Chromium's own calls home
+        *ADDRESS_RULES,
+    }
+)
+_NEVER_ALLOW = frozenset({"metadata"})  # no hint offers these to the allowlist
+
+
 def _networks(*entries: tuple[str, str]) -> list[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str]]:
-    return [(ipaddress.ip_network(network), reason) for network, reason in entries]
+    return [(ipaddress.ip_network(network), rule) for network, rule in entries]
 
 
-_METADATA = "a cloud metadata address"
-# Checked in order: the first match names the reason. Metadata first, as it sits inside
-# wider ranges (link-local, CGNAT, unique local) and is the reason worth naming.
+# Checked in order: the first match names the rule. Metadata first, as it sits inside
+# wider ranges (link-local, CGNAT, unique local) and is the rule worth naming.
 _REFUSED_V4 = _networks(
-    ("169.254.169.254/32", _METADATA),
-    ("169.254.170.2/32", _METADATA),
-    ("100.100.100.200/32", _METADATA),
-    ("168.63.129.16/32", _METADATA),
-    ("192.0.0.192/32", _METADATA),
-    ("0.0.0.0/8", "an unspecified address"),
-    ("127.0.0.0/8", "a loopback address"),
-    ("10.0.0.0/8", "a private address"),
-    ("172.16.0.0/12", "a private address"),
-    ("192.168.0.0/16", "a private address"),
-    ("100.64.0.0/10", "a shared (CGNAT) address"),
-    ("169.254.0.0/16", "a link-local address"),
-    ("192.0.0.0/24", "a reserved address"),
-    ("192.0.2.0/24", "a documentation address"),
-    ("198.51.100.0/24", "a documentation address"),
-    ("203.0.113.0/24", "a documentation address"),
-    ("198.18.0.0/15", "a benchmark address"),
-    ("192.88.99.0/24", "a reserved address"),
-    ("224.0.0.0/4", "a multicast address"),
-    ("240.0.0.0/4", "a reserved address"),
+    ("169.254.169.254/32", "metadata"),
+    ("169.254.170.2/32", "metadata"),
+    ("100.100.100.200/32", "metadata"),
+    ("168.63.129.16/32", "metadata"),
+    ("192.0.0.192/32", "metadata"),
+    ("0.0.0.0/8", "unspecified"),
+    ("127.0.0.0/8", "loopback"),
+    ("10.0.0.0/8", "private"),
+    ("172.16.0.0/12", "private"),
+    ("192.168.0.0/16", "private"),
+    ("100.64.0.0/10", "cgnat"),
+    ("169.254.0.0/16", "link_local"),
+    ("192.0.0.0/24", "reserved"),
+    ("192.0.2.0/24", "documentation"),
+    ("198.51.100.0/24", "documentation"),
+    ("203.0.113.0/24", "documentation"),
+    ("198.18.0.0/15", "benchmark"),
+    ("192.88.99.0/24", "reserved"),
+    ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),
 )
 _REFUSED_V6 = _networks(
-    ("fd00:ec2::254/128", _METADATA),
-    ("::/128", "an unspecified address"),
-    ("::1/128", "a loopback address"),
-    ("::/96", "a reserved address"),  # IPv4-compatible, deprecated
-    ("64:ff9b:1::/48", "a reserved address"),  # local-use NAT64
-    ("100::/64", "a reserved address"),  # discard-only
-    ("2001::/32", "a reserved address"),  # Teredo: embeds another host's address
-    ("2001:db8::/32", "a documentation address"),
-    ("3fff::/20", "a documentation address"),
-    ("fc00::/7", "a private address"),
-    ("fe80::/10", "a link-local address"),
-    ("fec0::/10", "a private address"),  # site-local, deprecated
-    ("ff00::/8", "a multicast address"),
+    ("fd00:ec2::254/128", "metadata"),
+    ("::/128", "unspecified"),
+    ("::1/128", "loopback"),
+    ("::/96", "reserved"),  # IPv4-compatible, deprecated
+    ("64:ff9b:1::/48", "reserved"),  # local-use NAT64
+    ("100::/64", "reserved"),  # discard-only
+    ("2001::/32", "reserved"),  # Teredo: embeds another host's address
+    ("2001:db8::/32", "documentation"),
+    ("3fff::/20", "documentation"),
+    ("fc00::/7", "private"),
+    ("fe80::/10", "link_local"),
+    ("fec0::/10", "private"),  # site-local, deprecated
+    ("ff00::/8", "multicast"),
 )
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
 class Refused(Exception):
-    """The network policy refuses a URL or an address; `message` is safe to show."""
+    """The network policy refuses a URL or an address; `message` is safe to show, to the model too.
 
-    def __init__(self, code: str, message: str) -> None:
+    `code` is the check that refused it, `rule` the rule it broke (`REFUSAL_RULES`; the
+    code when the check has one rule), `entry` the `FLAREBOT_NETWORK_ALLOW` entry that
+    would allow exactly this host and port (None when the allowlist cannot, or must not),
+    and `redirect` whether it was where a page sent the request rather than the URL given.
+    """
+
+    def __init__(
+        self, code: str, message: str, *, rule: str | None = None, entry: str | None = None, redirect: bool = False
+    ) -> None:
         self.code = code
         self.message = message
+        self.rule = rule or code
+        self.entry = entry if self.rule not in _NEVER_ALLOW else None
+        self.redirect = redirect
         super().__init__(message)
+
+    def redirected(self, prefix: str) -> Refused:
+        """The same refusal, of a URL a page redirected to, its message after `prefix`."""
+        return Refused(self.code, f"{prefix}{self.message}", rule=self.rule, entry=self.entry, redirect=True)
+
+
+def operator_hint(refused: Refused) -> str | None:
+    """What the owner's card says an operator can do about a refusal; never sent to the model."""
+    if refused.entry is None:
+        return None
+    return (
+        f"An operator can allow exactly this host and port with FLAREBOT_NETWORK_ALLOW={refused.entry} "
+        "(added to the entries already there, comma-separated) and a restart of Flarebot. "
+        "Allow only a service that is safe to read."
+    )
 
 
 @dataclass(frozen=True)
@@ -129,6 +194,9 @@ class Target:
     port: int
     allowed: bool  # an exact entry of the operator's allowlist: no host or address checks
     literal: bool  # the host is an IP address (only ever true when allowed)
+    # The allowlist entry that would allow this URL's host and port as written (None when
+    # no entry can spell it: a Unicode name, say); offered to the owner when refused.
+    entry: str | None = None
 
     @property
     def secure(self) -> bool:
@@ -161,21 +229,52 @@ def url_check(raw: object) -> Target:
     if url.scheme not in ("http", "https") or not url.raw_host or url.port is None:
         raise Refused("invalid_url", "The URL cannot be parsed.")
     if url.port == 0:
-        raise Refused("invalid_url", "Port 0 cannot be reached.")
+        raise Refused("invalid_url", "Port 0 cannot be reached.", rule="port")
     allowed = (raw_host.lower(), url.port) in settings.CONFIG.network_allow
     if port_text and url.explicit_port is None:
         raise Refused("invalid_url", "The URL's port cannot be parsed.")
     host = url.raw_host
     literal = _is_literal(raw_host) or _is_literal(host)
+    entry = allow_entry(raw_host, url.port)
     if not allowed:
-        if literal and (_url_parser_address(raw_host), url.port) in settings.CONFIG.network_allow:
-            raise Refused("ip_literal", OTHER_SPELLING)
         if literal:
-            raise Refused("ip_literal", "URLs naming an IP address are refused; use a host name.")
+            _literal_refuse(raw_host, url.port, entry)
         problem = host_refusal(host)
         if problem is not None:
-            raise Refused("local_name", problem)
-    return Target(url=url.with_fragment(None), host=host, port=url.port, allowed=allowed, literal=literal)
+            on_port = port_refusal(raw_host, url.port)
+            raise Refused("local_name", on_port or problem, rule="port" if on_port else "local_name", entry=entry)
+    return Target(url=url.with_fragment(None), host=host, port=url.port, allowed=allowed, literal=literal, entry=entry)
+
+
+def allow_entry(raw_host: str, port: int) -> str | None:
+    """The allowlist entry of a host (as the URL spells it) and port, if an entry can spell it."""
+    host = raw_host.lower()
+    return None if host_port_problem(host, str(port)) else f"{host}:{port}"
+
+
+def port_refusal(raw_host: str, port: int) -> str | None:
+    """Why a host the allowlist names with other ports only is refused on this one, else None."""
+    host = raw_host.lower()
+    if not any(entry_host == host for entry_host, _ in settings.CONFIG.network_allow):
+        return None
+    return f"The operator allows this host on another port only; port {port} is not allowed."
+
+
+def _literal_refuse(raw_host: str, port: int, entry: str | None) -> None:
+    """Refuse an IP literal the allowlist does not name, by the rule its address breaks."""
+    address = _url_parser_address(raw_host)
+    if (address, port) in settings.CONFIG.network_allow:
+        raise Refused("ip_literal", OTHER_SPELLING, rule="other_spelling")
+    rule = address_rule(address.strip("[]")) if address is not None else None
+    if rule is None:
+        on_port = port_refusal(raw_host, port)
+        message = on_port or "URLs naming an IP address are refused; use a host name."
+        raise Refused("ip_literal", message, rule="port" if on_port else "ip_literal", entry=entry)
+    said = f"The URL names {ADDRESS_RULES[rule]}, which Flarebot may not reach."
+    on_port = port_refusal(raw_host, port)
+    if on_port is not None:
+        raise Refused("ip_literal", f"{on_port} {said}", rule="port", entry=entry)
+    raise Refused("ip_literal", said, rule=rule, entry=entry)
 
 
 def _authority_of(rest: str) -> str:
@@ -277,26 +376,32 @@ def host_refusal(host: str) -> str | None:
 
 def address_refusal(address: str) -> str | None:
     """Return why a resolved address is refused ("a private address", ...), or None if public."""
+    rule = address_rule(address)
+    return None if rule is None else ADDRESS_RULES[rule]
+
+
+def address_rule(address: str) -> str | None:
+    """Return the rule an address breaks ("loopback", "private", ...; `ADDRESS_RULES`), or None if public."""
     try:
         ip: Address = ipaddress.ip_address(address)
     except ValueError:
-        return "an address that is not plain IP (scoped or malformed)"
+        return "malformed_address"
     if isinstance(ip, ipaddress.IPv6Address):
         embedded = _embedded_v4(ip)
         if embedded is not None:
-            return _v4_refusal(embedded)
-        for network, reason in _REFUSED_V6:
+            return _v4_rule(embedded)
+        for network, rule in _REFUSED_V6:
             if ip in network:
-                return reason
-        return None if ip.is_global else "not a public address"
-    return _v4_refusal(ip)
+                return rule
+        return None if ip.is_global else "not_public"
+    return _v4_rule(ip)
 
 
-def _v4_refusal(ip: ipaddress.IPv4Address) -> str | None:
-    for network, reason in _REFUSED_V4:
+def _v4_rule(ip: ipaddress.IPv4Address) -> str | None:
+    for network, rule in _REFUSED_V4:
         if ip in network:
-            return reason
-    return None if ip.is_global else "not a public address"
+            return rule
+    return None if ip.is_global else "not_public"
 
 
 def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:

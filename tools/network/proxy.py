@@ -80,7 +80,7 @@ class PolicyProxy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
-        self._refusals: OrderedDict[tuple[str, int], tuple[str, float]] = OrderedDict()
+        self._refusals: OrderedDict[tuple[str, int], tuple[Refused, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def start(self) -> int:
@@ -139,7 +139,7 @@ class PolicyProxy:
         scheme, _, token = given[0].partition(b" ")
         return hmac.compare_digest(scheme.lower() + b" " + token.strip(), self._authorization)
 
-    def refusal_for(self, host: str, port: int) -> str | None:
+    def refusal_for(self, host: str, port: int) -> Refused | None:
         """Why the proxy refused this host and port in the last minute, if it did."""
         with self._lock:
             found = self._refusals.get((host.lower(), port))
@@ -147,9 +147,9 @@ class PolicyProxy:
             return None
         return found[0]
 
-    def _remember(self, host: str, port: int, message: str) -> None:
+    def _remember(self, host: str, port: int, refused: Refused) -> None:
         with self._lock:
-            self._refusals[(host.lower(), port)] = (message, time.monotonic())
+            self._refusals[(host.lower(), port)] = (refused, time.monotonic())
             self._refusals.move_to_end((host.lower(), port))
             while len(self._refusals) > REFUSALS_KEPT:
                 self._refusals.popitem(last=False)
@@ -204,7 +204,7 @@ class PolicyProxy:
                 raise Refused("browser_service", CHROMIUM_SERVICE_REFUSED)
             addresses = await addresses_checked(checked)
         except Refused as refused:
-            self._remember_target(raw_url, refused.message)
+            self._remember_target(raw_url, refused)
             await _reply(writer, 403, "Forbidden", refused=refused.code)
             return
         upstream_reader, upstream = await _connect(addresses, checked.port)
@@ -223,11 +223,11 @@ class PolicyProxy:
         finally:
             upstream.close()
 
-    def _remember_target(self, raw_url: str, message: str) -> None:
+    def _remember_target(self, raw_url: str, refused: Refused) -> None:
         with suppress(ValueError):
             parsed = URL(raw_url)
             if parsed.raw_host is not None and parsed.port is not None:
-                self._remember(parsed.raw_host, parsed.port, message)
+                self._remember(parsed.raw_host, parsed.port, refused)
 
 
 async def _connect(addresses: list[str], port: int) -> tuple[asyncio.StreamReader | None, asyncio.StreamWriter | None]:

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from tools.network.policy import Refused, Target, address_refusal
+from tools.network.policy import ADDRESS_RULES, Refused, Target, address_rule, port_refusal
 
 RESOLVE_TIMEOUT = 10.0
 
@@ -50,9 +50,14 @@ async def addresses_checked(target: Target) -> list[str]:
         raise Refused("unresolved", "The host name does not resolve.")
     if not target.allowed:
         for address in addresses:
-            reason = address_refusal(address)
-            if reason is not None:
-                raise Refused("address", f"The host name resolves to {reason}, which Flarebot may not reach.")
+            rule = address_rule(address)
+            if rule is None:
+                continue
+            said = f"The host name resolves to {ADDRESS_RULES[rule]}, which Flarebot may not reach."
+            on_port = port_refusal(target.entry.rpartition(":")[0], target.port) if target.entry else None
+            if on_port is not None:
+                raise Refused("address", f"{on_port} {said}", rule="port", entry=target.entry)
+            raise Refused("address", said, rule=rule, entry=target.entry)
     return addresses
 
 

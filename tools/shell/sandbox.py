@@ -139,6 +139,8 @@ class Sandbox:
     started_at: float | None = None  # time.monotonic() when it started
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
+    # Both streams as they arrived, for the card's live view (the result keeps them apart).
+    combined: bytearray = field(default_factory=bytearray)
     truncated: bool = False
     timed_out: bool = False
     stopped: bool = False
@@ -270,6 +272,7 @@ class Sandbox:
                     payload = payload[:room]
                 if payload and stream in kept:
                     kept[stream] += payload
+                    self.combined += payload
                     self.output_bytes += len(payload)
 
     def _kill(self) -> None:

@@ -8,13 +8,17 @@ stopped; then it removes the container. A removal that fails or is too slow leav
 lease pending: the call still returns its result with `cleanup: "pending"`, keeps its
 place under the limit of 4, and a job retries.
 
-Progress reports carry only byte counts and elapsed time; the command and its output go
-to the transcript's tool part alone, never to the activity card.
+Progress reports carry the byte count and elapsed time in their message and, for the
+owner's card alone, the output so far (stdout and stderr as they arrived, at most 32 KiB):
+the card shows it live, and the activity's events carry only what is new
+(`tools.activity.activity_announced`). The command goes to the transcript's tool part
+alone, and the result keeps stdout and stderr apart as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import logging
 import time
 import uuid
@@ -181,13 +185,22 @@ async def _report(context: ToolContext, sandbox: Sandbox) -> None:
 
 
 async def _report_now(context: ToolContext, sandbox: Sandbox) -> None:
-    """Report the bytes of output kept so far and the time since the start; nothing else."""
+    """Report the bytes of output kept so far, the time since the start, and the output itself."""
     if sandbox.started_at is None:
         return
     count = sandbox.output_bytes
     elapsed = time.monotonic() - sandbox.started_at
     # Counts in the message only: a bar of done/total would read as progress toward the cap.
-    await context.report_progress({"message": f"{_bytes(count)} of output · {elapsed:.1f} s"})
+    message = f"{_bytes(count)} of output · {elapsed:.1f} s"
+    await context.report_progress({"message": message, "output": _text_so_far(bytes(sandbox.combined))})
+
+
+def _text_so_far(data: bytes) -> str:
+    """Decode output that may end inside a character: that character waits for the next report.
+
+    Each report's text then starts with the one before, which the card's events rely on.
+    """
+    return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
 
 
 def _bytes(count: int) -> str:

@@ -34,6 +34,7 @@ from playwright.async_api import Browser, BrowserContext, Playwright, ProxySetti
 from flarebot.core.database import db
 from flarebot.core.hints import PLAYWRIGHT_INSTALL_COMMAND
 from flarebot.core.probes import ProbeResult
+from tools.network.policy import Refused
 from tools.network.proxy import PolicyProxy
 from tools.web.leases import (
     BROWSER_MARK,
@@ -139,7 +140,7 @@ class CallContext:
     tool_call_id: str
     opening: asyncio.Future[BrowserContext] | None = None
     closing: asyncio.Future[bool] | None = None
-    refusals: list[str] = field(default_factory=list)  # why the route refused requests, latest last
+    refusals: list[Refused] = field(default_factory=list)  # why the route refused requests, latest last
     phase: str = "opening"
 
 

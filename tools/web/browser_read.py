@@ -50,7 +50,7 @@ from tools.web.leases import (
     browser_leases_reconcile,
     browser_leases_request_close,
 )
-from tools.web.sources import citable_url, source_record, summary_of, url_property
+from tools.web.sources import citable_url, source_record, summary_of, url_property, url_refused
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ async def browser_read(context: ToolContext, data: dict[str, Any]) -> dict[str, 
     try:
         await addresses_checked(url_check(url))
     except Refused as refused:
-        return refusal("refused", refused.message)
+        return url_refused(context, refused)
     pool = browser_pool()
     lease_id = await db(browser_lease_open)(
         conversation_id=context.conversation_id,
@@ -173,12 +173,12 @@ async def _read(context: ToolContext, call: CallContext, url: str, selector: str
     try:
         response = await page.goto(url, wait_until="load")
     except PlaywrightError:
-        raise CallFailed(_navigation_failure(call, failed_navigation)) from None
+        raise CallFailed(_navigation_failure(context, call, failed_navigation)) from None
     if response is None:
         raise CallFailed(refusal("navigation", "The page could not be loaded."))
     if await response.header_value("x-flarebot-refused"):
         target = failed_navigation[-1] if failed_navigation else response.url
-        raise CallFailed(_refused_failure(call, target))
+        raise CallFailed(_refused_failure(context, call, target))
     if not 200 <= response.status < 300:
         raise CallFailed(refusal("http_status", f"The page answered with HTTP status {response.status}."))
     await context.report_progress({"message": "Waiting for the page to settle"})
@@ -214,7 +214,7 @@ async def _route(route: Route, call: CallContext) -> None:
         url_check(request_url)
     except Refused as refused:
         if request_url.partition(":")[0].lower() in ("http", "https"):
-            call.refusals.append(refused.message)
+            call.refusals.append(refused)
         await route.abort("blockedbyclient")
         return
     await route.continue_()
@@ -236,19 +236,26 @@ def _note_failure(request: Any, page: Page, failed: list[str]) -> None:
         failed.append(request.url)
 
 
-def _navigation_failure(call: CallContext, failed_navigation: list[str]) -> dict[str, Any]:
+# The URL given passed the policy before the browser opened: what the browser was refused
+# since is where the page sent it (a redirect), or an address its name resolves to now.
+BROWSER_REFUSED = "The page or a redirect was refused by the network policy: "
+
+
+def _navigation_failure(context: ToolContext, call: CallContext, failed_navigation: list[str]) -> dict[str, Any]:
     reason = _refusal_reason(call, failed_navigation[-1]) if failed_navigation else None
     if reason is not None:
-        return refusal("refused", f"The page or a redirect was refused by the network policy: {reason}")
+        return url_refused(context, reason.redirected(""), prefix=BROWSER_REFUSED)
     return refusal("navigation", "The page could not be loaded (the site could not be reached or broke off).")
 
 
-def _refused_failure(call: CallContext, target_url: str) -> dict[str, Any]:
-    reason = _refusal_reason(call, target_url) or "the address may not be reached."
-    return refusal("refused", f"The page or a redirect was refused by the network policy: {reason}")
+def _refused_failure(context: ToolContext, call: CallContext, target_url: str) -> dict[str, Any]:
+    reason = _refusal_reason(call, target_url)
+    if reason is not None:
+        return url_refused(context, reason.redirected(""), prefix=BROWSER_REFUSED)
+    return refusal("refused", f"{BROWSER_REFUSED}the address may not be reached.", redirect=True)
 
 
-def _refusal_reason(call: CallContext, target_url: str) -> str | None:
+def _refusal_reason(call: CallContext, target_url: str) -> Refused | None:
     """Why the route (this call's) or the proxy (by host and port) refused a URL, if known."""
     if call.refusals:
         return call.refusals[-1]

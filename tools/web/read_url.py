@@ -17,7 +17,7 @@ from tools.network.fetch import FetchFailed, fetch
 from tools.network.policy import Refused
 from tools.registry import Effect, Tool, ToolContext
 from tools.web.extract import HTML_TYPES, TEXT_TYPES, html_text, plain_text
-from tools.web.sources import source_record, summary_of, url_property
+from tools.web.sources import source_record, summary_of, url_property, url_refused
 
 DEADLINE = 15.0
 DOWNLOAD_MAX = 256_000
@@ -36,7 +36,7 @@ async def read_url(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]
     except TimeoutError:
         return refusal("timeout", f"The page did not arrive within {DEADLINE:g} s.")
     except Refused as refused:
-        return refusal("refused", refused.message)
+        return url_refused(context, refused)
     except FetchFailed as failed:
         return refusal(failed.code, failed.message)
     if not 200 <= fetched.status < 300:

@@ -15,8 +15,9 @@ from typing import Any, Literal, TypedDict
 from django.utils import timezone
 
 from flarebot.core.times import iso
-from tools.kit import card_summary, count_of
-from tools.network.policy import URL_MAX, Refused, url_check
+from tools.kit import card_summary, count_of, refusal
+from tools.network.policy import URL_MAX, Refused, operator_hint, url_check
+from tools.registry import ToolContext
 
 SourceKind = Literal["search", "page", "browser"]
 
@@ -67,6 +68,18 @@ def url_property(verb: str) -> dict[str, Any]:
         "maxLength": URL_MAX,
         "description": f"The exact http(s) URL to {verb} (a public host name, not an IP address).",
     }
+
+
+def url_refused(context: ToolContext, refused: Refused, *, prefix: str = "") -> dict[str, Any]:
+    """Return the failure of a URL the network policy refused, naming its rule.
+
+    The model gets the rule and the message; what an operator could allow goes to the
+    owner's card alone (`ToolContext.hint_owner`).
+    """
+    hint = operator_hint(refused)
+    if hint is not None:
+        context.hint_owner(hint)
+    return refusal("refused", prefix + refused.message, rule=refused.rule, redirect=refused.redirect)
 
 
 def citable_url(raw: object) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import time
 import uuid
@@ -197,7 +198,7 @@ async def test_it_stops_a_cancelled_call_mid_command_and_keeps_its_partial_outpu
     assert await slots() == 0
 
 
-async def test_it_reports_bytes_and_elapsed_time_never_the_command_or_output():
+async def test_it_reports_bytes_and_elapsed_time_in_its_message_never_the_command_or_output():
     progress: list[dict] = []
     context = tool_context(progress=progress)
 
@@ -209,6 +210,37 @@ async def test_it_reports_bytes_and_elapsed_time_never_the_command_or_output():
     assert re.fullmatch(rf"{printed} bytes of output · \d+\.\d s", running[-1]["message"]), running[-1]
     assert float(running[-1]["message"].split(" · ")[1][:-2]) >= 1.2
     assert all("secret" not in p["message"] and "echo" not in p["message"] for p in progress)
+    assert all("echo" not in p.get("output", "") for p in progress)  # the command never
+
+
+async def test_it_reports_what_the_command_printed_so_far_before_it_ends():
+    progress: list[dict] = []
+    context = tool_context(progress=progress)
+    script = "echo first; sleep 0.5; echo oops >&2; sleep 3; echo last"
+    running = asyncio.ensure_future(call({"command": script}, context))
+
+    await wait_until(lambda: any(p.get("output") == "first\noops\n" for p in progress), "the output so far")
+
+    assert not running.done()
+    result = await running
+    assert progress[-1]["output"] == "first\noops\nlast\n"  # both streams, as they arrived
+    assert (result.output["stdout"], result.output["stderr"]) == ("first\nlast\n", "oops\n")  # kept apart
+    outputs = [p["output"] for p in progress if "output" in p]
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(outputs))
+
+
+async def test_it_reports_a_character_split_between_writes_only_once_it_is_whole():
+    progress: list[dict] = []
+    context = tool_context(progress=progress)
+    running = asyncio.ensure_future(call({"command": "printf 'caf\\xc3'; sleep 2; printf '\\xa9!\\n'"}, context))
+
+    await wait_until(lambda: any(p.get("output") == "caf" for p in progress), "the start of the word")
+
+    assert not running.done()
+    result = await running
+    assert result.output["stdout"] == "café!\n"
+    assert [p["output"] for p in progress if p.get("output", "").startswith("café")][-1] == "café!\n"
+    assert all("\ufffd" not in p.get("output", "") for p in progress)
 
 
 async def test_it_removes_a_container_created_after_its_conversation_was_deleted_without_starting_it(engine):

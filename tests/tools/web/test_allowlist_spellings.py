@@ -32,9 +32,17 @@ SPELLINGS = ["2130706433", "0x7f.1", "127.1", "0177.0.0.1", "0x7f000001"]
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
 async def test_browser_read_refuses_another_spelling_before_chromium_sees_it(web, spelling):
-    result = await browser_read(tool_context(), {"url": f"http://{spelling}:{web.port}/article"})
+    hints: list[str] = []
+    result = await browser_read(tool_context(hints=hints), {"url": f"http://{spelling}:{web.port}/article"})
 
-    assert result == {"ok": False, "error": "refused", "message": OTHER_SPELLING}
+    assert result == {
+        "ok": False,
+        "error": "refused",
+        "rule": "other_spelling",
+        "redirect": False,
+        "message": OTHER_SPELLING,
+    }
+    assert hints == []  # it is allowed already: the model must write it as the allowlist does
     assert web.paths() == []
     assert await db(BrowserLease.objects.count)() == 0  # no browser context was opened
 
@@ -43,7 +51,13 @@ async def test_browser_read_refuses_another_spelling_before_chromium_sees_it(web
 async def test_read_url_refuses_another_spelling_with_the_same_message(web, spelling):
     result = await read_url(tool_context(), {"url": f"http://{spelling}:{web.port}/article"})
 
-    assert result == {"ok": False, "error": "refused", "message": OTHER_SPELLING}
+    assert result == {
+        "ok": False,
+        "error": "refused",
+        "rule": "other_spelling",
+        "redirect": False,
+        "message": OTHER_SPELLING,
+    }
     assert web.paths() == []
 
 

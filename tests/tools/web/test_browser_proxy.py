@@ -107,7 +107,8 @@ async def test_chromiums_own_requests_are_refused_and_never_looked_up(web, dns, 
     assert background_refusals(caplog), "Chromium sent nothing of its own to check within 20 s"
     assert all(host in ("127.0.0.1", "localhost") for host in dns.asked), dns.asked
     assert policy_proxy().credential[1] not in caplog.text
-    assert policy_proxy().refusal_for("content-autofill.googleapis.com", 443) in (None, CHROMIUM_SERVICE_REFUSED)
+    remembered = policy_proxy().refusal_for("content-autofill.googleapis.com", 443)
+    assert remembered is None or remembered.message == CHROMIUM_SERVICE_REFUSED
 
 
 @pytest.mark.parametrize(
@@ -123,7 +124,12 @@ async def test_chromiums_form_prediction_service_is_refused_by_name_even_with_th
 
     assert answer.startswith(b"HTTP/1.1 403 "), answer
     assert b"X-Flarebot-Refused: browser_service" in answer
-    assert proxy.refusal_for(spelling, 443) == CHROMIUM_SERVICE_REFUSED
+    remembered = proxy.refusal_for(spelling, 443)
+    assert (remembered.rule, remembered.entry, remembered.message) == (
+        "browser_service",
+        None,
+        CHROMIUM_SERVICE_REFUSED,
+    )
     assert dns.asked == []
 
 

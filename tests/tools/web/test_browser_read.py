@@ -120,6 +120,22 @@ async def test_it_refuses_redirects_the_policy_refuses(web, path):
     assert web.paths(web.other_port) == []
 
 
+async def test_it_names_the_rule_of_a_redirect_the_browser_was_refused_and_tells_the_owner_the_entry(web):
+    hints: list[str] = []
+
+    result = await browser_read(tool_context(hints=hints), {"url": web.url("/redirect-other-port")})
+
+    assert (result["ok"], result["error"], result["rule"], result["redirect"]) == (False, "refused", "port", True)
+    assert result["message"] == (
+        "The page or a redirect was refused by the network policy: The operator allows this host on another"
+        f" port only; port {web.other_port} is not allowed. The URL names a loopback address, which Flarebot"
+        " may not reach."
+    )
+    assert "FLAREBOT_NETWORK_ALLOW" not in str(result)
+    assert [f"FLAREBOT_NETWORK_ALLOW=127.0.0.1:{web.other_port} " in hint for hint in hints] == [True]
+    assert web.paths(web.other_port) == []
+
+
 async def test_it_refuses_an_initial_url_before_starting_anything(web):
     result = await render(web.other_url("/secret"))
 

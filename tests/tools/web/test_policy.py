@@ -12,8 +12,9 @@ import dataclasses
 
 import pytest
 
+from flarebot.core import env
 from tests.support.fake_dns import FakeDns
-from tools.network.policy import OTHER_SPELLING, Refused, address_refusal, url_check
+from tools.network.policy import OTHER_SPELLING, REFUSAL_RULES, Refused, address_refusal, operator_hint, url_check
 from tools.network.resolver import addresses_checked
 
 LOOPBACK_SPELLINGS = [
@@ -326,17 +327,113 @@ def test_it_says_an_allowlisted_address_is_allowed_only_as_the_allowlist_spells_
 
 
 @pytest.mark.parametrize(
-    "url",
-    ["http://127.1:8081/", "http://2130706434:8080/", "http://[::ffff:127.0.0.1]:8080/", "http://0x7f.1.1.1.1:8080/"],
-    ids=["other-port", "other-address", "mapped-ipv6", "five-parts"],
+    ("url", "rule", "message"),
+    [
+        ("http://127.1:8081/", "loopback", "The URL names a loopback address, which Flarebot may not reach."),
+        ("http://2130706434:8080/", "loopback", "The URL names a loopback address, which Flarebot may not reach."),
+        (
+            "http://[::ffff:127.0.0.1]:8080/",
+            "loopback",
+            "The URL names a loopback address, which Flarebot may not reach.",
+        ),
+        ("http://0x7f.1.1.1.1:8080/", "ip_literal", "URLs naming an IP address are refused; use a host name."),
+        (
+            "http://127.0.0.1:9/",
+            "port",
+            "The operator allows this host on another port only; port 9 is not allowed."
+            " The URL names a loopback address, which Flarebot may not reach.",
+        ),
+    ],
+    ids=["other-spelling-and-port", "other-address", "mapped-ipv6", "five-parts", "other-port"],
 )
-def test_it_refuses_other_addresses_and_ports_as_any_ip_literal(url, allow):
+def test_it_refuses_other_addresses_and_ports_by_the_rule_they_break(url, rule, message, allow):
     allow(("127.0.0.1", 8080))
 
     with pytest.raises(Refused) as refused:
         url_check(url)
 
-    assert refused.value.message == "URLs naming an IP address are refused; use a host name."
+    assert (refused.value.rule, refused.value.message) == (rule, message)
+
+
+# What each URL breaks, and the allowlist entry offered to the operator (None: the
+# allowlist cannot spell it, or must not hold it). Nothing here is ever connected to.
+RULES = [
+    ("ftp://example.org/", "scheme", None),
+    ("http://user@example.org/", "credentials", None),
+    ("http://example.org:0/", "port", None),
+    ("http://127.0.0.1:9/", "loopback", "127.0.0.1:9"),
+    ("http://[::1]:9/", "loopback", "[::1]:9"),
+    ("http://127.1:9/", "loopback", None),  # only the dotted form can be allowed
+    ("http://10.0.0.1/", "private", "10.0.0.1:80"),
+    ("https://192.168.1.5/", "private", "192.168.1.5:443"),
+    ("http://[fd00::5]:8080/", "private", "[fd00::5]:8080"),
+    ("http://169.254.1.1/", "link_local", "169.254.1.1:80"),
+    ("http://[fe80::1]/", "link_local", "[fe80::1]:80"),
+    ("http://100.64.0.1/", "cgnat", "100.64.0.1:80"),
+    ("http://0.0.0.0/", "unspecified", "0.0.0.0:80"),
+    ("http://224.0.0.1/", "multicast", "224.0.0.1:80"),
+    ("http://192.0.2.1/", "documentation", "192.0.2.1:80"),
+    ("http://169.254.169.254/latest/meta-data/", "metadata", None),  # never offered
+    ("http://8.8.8.8/", "ip_literal", "8.8.8.8:80"),
+    ("http://localhost:8000/", "local_name", "localhost:8000"),
+    ("http://NAS:5000/", "local_name", "nas:5000"),
+    ("http://ｌｏｃａｌｈｏｓｔ/", "local_name", None),
+]
+
+
+@pytest.mark.parametrize(("url", "rule", "entry"), RULES)
+async def test_it_names_the_rule_that_refused_a_url_and_the_entry_that_would_allow_it(url, rule, entry, allow, dns):
+    allow()
+
+    with pytest.raises(Refused) as refused:
+        await addresses_checked(url_check(url))
+
+    assert refused.value.rule in REFUSAL_RULES
+    assert (refused.value.rule, refused.value.entry, refused.value.redirect) == (rule, entry, False)
+    assert dns.asked == []
+    hint = operator_hint(refused.value)
+    if entry is None:
+        assert hint is None
+        return
+    assert f"FLAREBOT_NETWORK_ALLOW={entry} " in hint
+    assert "FLAREBOT_NETWORK_ALLOW" not in refused.value.message  # the model's words carry no hint
+
+
+@pytest.mark.parametrize(("url", "entry"), [(url, entry) for url, _, entry in RULES if entry is not None])
+def test_the_entry_offered_is_what_the_operator_writes_and_it_allows_exactly_that_url(url, entry, allow, monkeypatch):
+    monkeypatch.setenv("FLAREBOT_NETWORK_ALLOW", entry)
+    allow(*env.load_config().network_allow)
+
+    target = url_check(url)
+
+    assert target.allowed
+    with pytest.raises(Refused) as next_port:
+        url_check(str(target.url.with_port(target.port + 1)))
+    assert next_port.value.rule == "port"
+
+
+async def test_it_names_the_address_rule_of_a_name_and_offers_the_name_as_the_url_spells_it(allow, dns: FakeDns):
+    allow(("wiki.home.example", 8080))
+    dns.add("wiki.home.example", "192.168.1.20")
+    dns.add("printer.home.example", "fe80::5")
+
+    with pytest.raises(Refused) as other_port:
+        await addresses_checked(url_check("http://Wiki.Home.Example:8081/"))
+    with pytest.raises(Refused) as link_local:
+        await addresses_checked(url_check("https://printer.home.example/"))
+
+    assert (other_port.value.code, other_port.value.rule, other_port.value.entry) == (
+        "address",
+        "port",
+        "wiki.home.example:8081",
+    )
+    assert other_port.value.message == (
+        "The operator allows this host on another port only; port 8081 is not allowed."
+        " The host name resolves to a private address, which Flarebot may not reach."
+    )
+    assert (link_local.value.rule, link_local.value.entry) == ("link_local", "printer.home.example:443")
+    assert "printer" not in link_local.value.message
+    assert "fe80" not in link_local.value.message
 
 
 def test_it_says_the_same_of_a_longer_spelling_of_an_allowlisted_ipv6_address(allow):

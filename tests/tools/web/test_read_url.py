@@ -181,3 +181,53 @@ async def test_it_refuses_an_ip_literal_that_is_not_allowlisted(web):
 
     assert (result["ok"], result["error"]) == (False, "refused")
     assert web.paths(web.other_port) == []
+
+
+async def test_it_names_the_rule_for_the_model_and_tells_only_the_owner_what_to_allow(web):
+    # 127.0.0.1 is allowlisted with the fixture server's port (tests/settings.py): port 9 is not.
+    hints: list[str] = []
+
+    result = await read_url(tool_context(hints=hints), {"url": "http://127.0.0.1:9/"})
+
+    assert result == {
+        "ok": False,
+        "error": "refused",
+        "rule": "port",
+        "redirect": False,
+        "message": "The operator allows this host on another port only; port 9 is not allowed."
+        " The URL names a loopback address, which Flarebot may not reach.",
+    }
+    [hint] = hints
+    assert "FLAREBOT_NETWORK_ALLOW=127.0.0.1:9 " in hint
+    assert f"{web.port}" not in hint  # nothing of the allowlist itself
+
+
+async def test_it_names_the_rule_of_a_redirect_and_the_entry_of_where_it_went(web, dns):
+    hints: list[str] = []
+
+    result = await read_url(tool_context(hints=hints), {"url": web.url("/redirect-private")})
+
+    assert result == {
+        "ok": False,
+        "error": "refused",
+        "rule": "private",
+        "redirect": True,
+        "message": "The page redirected somewhere Flarebot may not go:"
+        " The URL names a private address, which Flarebot may not reach.",
+    }
+    assert ["FLAREBOT_NETWORK_ALLOW=10.0.0.1:80 " in hint for hint in hints] == [True]
+    assert dns.asked == []
+
+
+async def test_it_names_the_rule_of_a_redirect_to_a_name_that_resolves_to_a_refused_address(web, dns):
+    dns.add("metadata.example.org", "169.254.169.254")
+    hints: list[str] = []
+
+    result = await read_url(tool_context(hints=hints), {"url": web.url("/redirect-metadata-name")})
+
+    assert (result["rule"], result["redirect"]) == ("metadata", True)
+    assert result["message"] == (
+        "The page redirected somewhere Flarebot may not go:"
+        " The host name resolves to a cloud metadata address, which Flarebot may not reach."
+    )
+    assert hints == []  # no operator should allow a metadata address

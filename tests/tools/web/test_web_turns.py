@@ -24,6 +24,7 @@ from tests.support.engine import (
     tool_results_sent,
 )
 from tests.support.fake_providers import Call, Text
+from tools.selectors import activity_page
 from tools.web.search import MISSING_KEY
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -122,6 +123,34 @@ async def test_a_refused_url_fails_the_call_with_a_classified_message(anthropic,
     turn = await ask(conversation_id, "Read the metadata.", cancels)
 
     [part] = tool_parts(await assistant_parts(turn.id))
-    assert (part["status"], part["output"]["error"]) == ("failed", "refused")
+    assert (part["status"], part["output"]["error"], part["output"]["rule"]) == ("failed", "refused", "metadata")
     final = (await cards(conversation_id))[-1]
-    assert final["summary"] == "URLs naming an IP address are refused; use a host name."
+    assert final["summary"] == "The URL names a cloud metadata address, which Flarebot may not reach."
+    assert final["hint"] == ""  # no operator should allow it
+
+
+async def test_a_refused_url_names_its_rule_and_only_the_owners_card_says_what_to_allow(
+    anthropic, fake_providers, cancels, web
+):
+    # 127.0.0.1 is allowlisted with the fixture server's port (tests/settings.py); port 9 is not,
+    # and nothing is connected to: the URL is refused before any connection.
+    fake_providers.script([Call("c1", "read_url", {"url": "http://127.0.0.1:9/"})], [Text("Refused.")])
+    conversation_id = await new_conversation()
+
+    turn = await ask(conversation_id, "Read the local service.", cancels)
+
+    [part] = tool_parts(await assistant_parts(turn.id))
+    said = (
+        "The operator allows this host on another port only; port 9 is not allowed."
+        " The URL names a loopback address, which Flarebot may not reach."
+    )
+    assert part["output"] == {"ok": False, "error": "refused", "rule": "port", "redirect": False, "message": said}
+    sent = tool_results_sent(anthropic, fake_providers.requests[1].body)["c1"]
+    assert sent == part["output"]
+    assert "FLAREBOT_NETWORK_ALLOW" not in json.dumps(fake_providers.requests[1].body)
+    final = (await cards(conversation_id))[-1]
+    assert (final["status"], final["summary"]) == ("failed", said)
+    assert final["hint"].startswith("An operator can allow exactly this host and port with ")
+    assert "FLAREBOT_NETWORK_ALLOW=127.0.0.1:9 " in final["hint"]
+    [stored] = (await orm(activity_page)(conversation_id=conversation_id, before=None)).activities
+    assert stored["hint"] == final["hint"]
