@@ -135,6 +135,9 @@ ActivityOutput = inline_serializer(
         "started_at": serializers.DateTimeField(allow_null=True),
         "finished_at": serializers.DateTimeField(allow_null=True),
         "duration_ms": serializers.IntegerField(allow_null=True),
+        "interrupted_at": serializers.DateTimeField(
+            allow_null=True, help_text="The latest interruption of the call (its worker died); a re-run keeps it."
+        ),
     },
 )
 ActivitiesOutput = inline_serializer(

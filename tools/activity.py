@@ -79,6 +79,7 @@ class ActivityJson(TypedDict):
     started_at: str | None
     finished_at: str | None
     duration_ms: int | None
+    interrupted_at: str | None  # an addition: the latest interruption (a re-run keeps it)
 
 
 def safe_text(text: object, limit: int = TEXT_MAX) -> str:
@@ -109,6 +110,7 @@ class Activity:
     created_at: datetime = field(default_factory=timezone.now)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    interrupted_at: datetime | None = None  # the latest interruption, kept through a re-run
     output: str = ""  # what the running call printed so far (stored inside `progress`)
     output_announced: int = 0  # characters of `output` the call's events carried already
 
@@ -132,6 +134,7 @@ class Activity:
             "started_at": iso(self.started_at) if self.started_at else None,
             "finished_at": iso(self.finished_at) if self.finished_at else None,
             "duration_ms": duration,
+            "interrupted_at": iso(self.interrupted_at) if self.interrupted_at else None,
         }
 
     def _progress_json(self, output_from: int) -> CardProgressJson | None:
@@ -227,7 +230,9 @@ def activity_finish(activity: Activity, *, status: str, output: Any, message: st
     """
     activity.status = status
     activity.finished_at = timezone.now()
-    if status != ActivityStatus.INTERRUPTED:
+    if status == ActivityStatus.INTERRUPTED:
+        activity.interrupted_at = activity.finished_at
+    else:
         # The tool part holds the result now; an interrupted call's output is all there is.
         activity.output = ""
         activity.output_announced = 0
@@ -255,6 +260,7 @@ STATE_FIELDS = (
     "execution_count",
     "started_at",
     "finished_at",
+    "interrupted_at",
 )
 
 

@@ -42,6 +42,8 @@ class ToolActivity(BaseModel):
     execution_count = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The latest interruption (its worker died mid-call), kept when the call runs again.
+    interrupted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -175,8 +175,10 @@ export class ToolCard {
     this.hint.hidden = true;
     this.tail = el("span", "tool-tail"); // the last line printed so far, while it runs
     this.tail.hidden = true;
+    this.interrupted = el("span", "tool-interrupted"); // the latest interruption, and that it ran again
+    this.interrupted.hidden = true;
     const heads = [this.dot, this.label, this.status, this.progressText, this.progressBar, this.duration];
-    summary.append(...heads, this.reason, this.hint, this.tail);
+    summary.append(...heads, this.reason, this.hint, this.interrupted, this.tail);
     this.body = el("div", "tool-body");
     this.el.append(summary, this.body);
     this.bodyStale = true;
@@ -286,6 +288,7 @@ export class ToolCard {
     const hint = typeof this.activity?.hint === "string" ? this.activity.hint : "";
     this.hint.textContent = hint;
     this.hint.hidden = !hint;
+    this.showInterruption(status);
 
     const progress = this.activity?.progress || this.progress;
     const running = status === "running" || status === "pending";
@@ -317,6 +320,22 @@ export class ToolCard {
     if (!this.el.open) return;
     if (this.bodyStale) this.renderBody();
     else this.showLive();
+  }
+
+  /** "Interrupted at 14:02" (and ", run again" once it ran again) when the call's worker died mid-call. */
+  showInterruption(status) {
+    const at = this.activity?.interrupted_at;
+    const when = at ? new Date(at) : null;
+    if (!when || Number.isNaN(when.getTime())) {
+      this.interrupted.hidden = true;
+      return;
+    }
+    const time = el("time", "", when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
+    time.dateTime = at;
+    time.title = when.toLocaleString();
+    const again = status === "interrupted" ? "" : ", run again";
+    this.interrupted.replaceChildren("Interrupted at ", time, again);
+    this.interrupted.hidden = false;
   }
 
   /** The one-line reason of a call that did not succeed: its card's summary, else its own message. */

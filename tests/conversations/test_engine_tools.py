@@ -434,6 +434,11 @@ async def test_it_runs_a_read_call_cut_off_by_a_crash_again_on_the_same_card(pro
     cards = [e.data["activity"] for e in await events(conversation_id) if e.kind == "activity.updated"]
     assert [c["status"] for c in cards] == ["interrupted", "pending", "running", "succeeded"]
     assert {c["id"] for c in cards} == {str(before.id)}
+    # The card keeps when it was interrupted, through the run again and after it.
+    interrupted_at = cards[0]["interrupted_at"]
+    assert interrupted_at is not None
+    assert [c["interrupted_at"] for c in cards] == [interrupted_at] * 4
+    assert after.interrupted_at is not None
 
 
 async def test_it_cancels_a_running_tool_within_a_second(anthropic, bench, fake_providers, cancels):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime
 from urllib.parse import urlparse
 
 import pytest
@@ -32,6 +33,7 @@ from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient, message_text
 from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
+from tools.models import ToolActivity
 
 # Fixtures shared with the other chat test modules.
 
@@ -435,3 +437,35 @@ def test_clear_history_empties_the_transcript_in_every_tab_and_keeps_the_name(
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
     expect(page.locator("#transcript .msg")).to_have_count(0)
     other.close()
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_card_says_when_its_call_was_interrupted_and_that_it_ran_again(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, width: int
+) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": width, "height": 800})
+    fake_providers.script([Call("toolu_lost", "lookup_weather", {"city": "Faro"})], [Text("Done.")])
+    conversation_id = live_owner.create_conversation("Crash")
+    open_conversation(page, conversation_id)
+    send(page, "Weather in Faro?")
+    card = page.locator('.tool-card[data-tool-call-id="toolu_lost"]')
+    expect(card).to_have_attribute("data-status", "failed")
+    expect(card.locator(".tool-interrupted")).to_be_hidden()  # never interrupted: nothing said
+    # Its worker died mid-call at 09:41 UTC; recovery ran the call again (as the engine records it).
+    at = datetime(2026, 12, 1, 9, 41, tzinfo=UTC)
+    ToolActivity.objects.filter(tool_call_id="toolu_lost").update(interrupted_at=at)
+
+    page.reload()
+
+    note = page.locator('.tool-card[data-tool-call-id="toolu_lost"] .tool-interrupted')
+    expect(note).to_be_visible()  # folded: said without opening the card
+    local = page.evaluate(
+        "(iso) => new Date(iso).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'})", at.isoformat()
+    )
+    expect(note).to_have_text(f"Interrupted at {local}, run again")
+    assert note.locator("time").get_attribute("datetime").startswith("2026-12-01T09:41:00")
+    screenshot(page, f"chat-card-interrupted-{width}")
+    ToolActivity.objects.filter(tool_call_id="toolu_lost").update(status="interrupted")
+    page.reload()
+    expect(note).to_have_text(f"Interrupted at {local}")
