@@ -15,7 +15,7 @@ from conversations import instructions, model_settings
 from conversations.providers.catalog import KEYED_PROVIDERS, catalog
 from flarebot.core.api import StrictSerializer, StringField
 from flarebot.core.errors import InvalidInput
-from flarebot.core.schema import BODY_STATUSES, described, errors, text_rule
+from flarebot.core.schema import BODY_STATUSES, LINE_TEXT_CONTROLS, described, errors, text_rule
 
 KEY = {
     "type": "string",
@@ -24,7 +24,7 @@ KEY = {
 }
 INSTRUCTIONS = text_rule(
     max_utf16=instructions.MAX_UTF16,
-    refused=r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f",
+    refused=LINE_TEXT_CONTROLS,
     description="Tabs and line breaks are the only control characters.",
 )
 

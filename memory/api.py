@@ -22,6 +22,7 @@ from flarebot.core.ids import uuid_parse
 from flarebot.core.rows import MAX_VERSION
 from flarebot.core.schema import (
     BODY_STATUSES,
+    LINE_TEXT_CONTROLS,
     described,
     errors,
     list_of,
@@ -43,8 +44,10 @@ def fact_id_parse(value: str) -> uuid.UUID:
 
 CONTENT = text_rule(
     max_utf16=services.MAX_CONTENT,
-    refused=r"\x00-\x08\x0b-\x1f\x7f-\x9f",
-    description="Tabs and line breaks are the only control characters.",
+    refused=LINE_TEXT_CONTROLS,
+    disguising=True,
+    description="Tabs and line breaks are the only control characters; no direction controls or invisible "
+    "characters (the server also takes a zero-width joiner inside an emoji sequence, which this pattern refuses).",
 )
 VERSION = whole_number(1, MAX_VERSION)
 ID = uuid_schema(lowercase=True)

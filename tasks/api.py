@@ -22,6 +22,7 @@ from flarebot.core.ids import uuid_parse
 from flarebot.core.rows import MAX_VERSION
 from flarebot.core.schema import (
     BODY_STATUSES,
+    LINE_TEXT_CONTROLS,
     described,
     errors,
     list_of,
@@ -96,7 +97,7 @@ NAME = text_rule(
 )
 INSTRUCTIONS = text_rule(
     max_utf16=services.INSTRUCTIONS_MAX,
-    refused=r"\x00-\x08\x0b-\x1f\x7f-\x9f",
+    refused=LINE_TEXT_CONTROLS,
     description="Tabs and line breaks are the only control characters.",
 )
 SCHEDULE = {

@@ -29,6 +29,8 @@ LOWERCASE_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$
 
 # Control characters (Unicode category Cc), as regular expression class ranges.
 CONTROLS = r"\x00-\x1f\x7f-\x9f"
+# The controls of a text that may span lines: all but tab, LF and CR (a CR is stored as LF).
+LINE_TEXT_CONTROLS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
 # Not blank means a character `str.strip()` keeps: it also strips these, which `\s` of
 # JSON Schema's regular expressions does not name (U+FEFF is the other way round).
 _BLANK_EXTRA = r"\x1c-\x1f\x85\ufeff"

@@ -174,7 +174,7 @@ async def test_it_fails_a_rejected_key_with_a_safe_message_and_recovers_on_the_n
     assert turn.status == "failed"
     assert turn.error_code == "provider_auth"
     label = {"anthropic": "Anthropic", "openai": "OpenAI"}[keyed_provider.name]
-    assert turn.error_message == f"{label} rejected the API key. Check or replace it in Settings."
+    assert turn.error_message == f"{label} rejected the API key (HTTP 401). Check or replace it in Settings."
     assert len(fake_providers.requests) == 1  # a rejected key is not retried
     rows = await events(conversation_id)
     assert [e.kind for e in rows] == ["turn.queued", "turn.started", "turn.failed"]
@@ -203,12 +203,12 @@ async def test_it_fails_a_rejected_key_with_a_safe_message_and_recovers_on_the_n
         (
             [HttpError(429, {"error": {"type": "rate_limit_error", "message": "slow down, org-42 at 9000 rpm"}})],
             "provider_rate_limited",
-            "is rate limiting requests",
+            "is rate limiting this key (HTTP 429)",
         ),
         (
             [HttpError(529, {"error": {"type": "overloaded_error", "message": "cluster eu-7 overloaded"}})],
             "provider_unavailable",
-            "is overloaded or unavailable",
+            "is overloaded or having problems (HTTP 529)",
         ),
     ],
     ids=["429", "529"],
@@ -234,7 +234,10 @@ async def test_it_fails_on_an_error_inside_the_stream_with_a_safe_message(keyed_
     turn = await ask(conversation_id, "Hello?", cancels)
 
     expected = {
-        "anthropic": ("provider_unavailable", "Anthropic is overloaded or unavailable. Try again in a moment."),
+        "anthropic": (
+            "provider_unavailable",
+            "Anthropic is overloaded or having problems (HTTP 529). Try again in a few minutes.",
+        ),
         "openai": ("provider_error", "OpenAI returned an error."),
     }[keyed_provider.name]
     assert (turn.status, turn.error_code, turn.error_message) == ("failed", *expected)
