@@ -10,6 +10,7 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
+from tools.cleanup_jobs import BROWSER_LEASE_CLEANUP, SHELL_LEASE_CLEANUP
 from tools.models import BrowserLeaseState
 from tools.shell.leases import shell_lease_settle, shell_leases_reconcile
 from tools.web import leases
@@ -18,7 +19,7 @@ from tools.web.browser import CLOSE_TIMEOUT, browser_pools, chromium_path
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="tools.jobs.browser_lease_cleanup")
+@shared_task(name=BROWSER_LEASE_CLEANUP)
 def browser_lease_cleanup(lease_id: str) -> None:
     """Try once more to close a browser lease's context; retried 5 s later while attempts remain."""
     state = leases.browser_lease_cleanup_run(lease_id=uuid.UUID(lease_id), wait=CLOSE_TIMEOUT)
@@ -41,7 +42,7 @@ SHELL_RETRY_FIRST = 5.0
 SHELL_RETRY_MAX = 60.0
 
 
-@shared_task(name="tools.jobs.shell_lease_cleanup")
+@shared_task(name=SHELL_LEASE_CLEANUP)
 def shell_lease_cleanup(lease_id: str, attempt: int = 1) -> None:
     """Try once more to remove a shell lease's container; retried with backoff until it is gone.
 

@@ -29,6 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from flarebot.core.database import db, on_long_lived_thread
+from tools.cleanup_jobs import SHELL_LEASE_CLEANUP, lease_cleanup_enqueue
 from tools.kit import call_wanted, card_summary, object_schema
 from tools.registry import CleanupRequest, Effect, Tool, ToolContext, ToolFailed
 from tools.shell.engine import engine_problem
@@ -228,12 +229,7 @@ async def _remove(sandbox: Sandbox) -> bool:
 
 
 def _cleanup_enqueue(lease_id: uuid.UUID) -> None:
-    from tools.jobs import shell_lease_cleanup
-
-    try:
-        shell_lease_cleanup.apply_async(args=(str(lease_id),), countdown=REMOVE_TIMEOUT)
-    except Exception:
-        logger.warning("could not enqueue the removal of shell lease %s; the sweep retries it", lease_id)
+    lease_cleanup_enqueue(SHELL_LEASE_CLEANUP, lease_id, countdown=REMOVE_TIMEOUT)
 
 
 def _text(data: bytes) -> str:

@@ -29,6 +29,7 @@ from playwright.async_api import Error as PlaywrightError
 from yarl import URL
 
 from flarebot.core.database import db
+from tools.cleanup_jobs import BROWSER_LEASE_CLEANUP, lease_cleanup_enqueue
 from tools.kit import call_wanted, object_schema, refusal
 from tools.network.policy import Refused, url_check
 from tools.network.resolver import addresses_checked
@@ -341,12 +342,7 @@ def _without_lone_surrogates(text: str) -> str:
 
 
 def _cleanup_enqueue(lease_id: Any) -> None:
-    from tools.jobs import browser_lease_cleanup
-
-    try:
-        browser_lease_cleanup.apply_async(args=(str(lease_id),), countdown=CLOSE_TIMEOUT)
-    except Exception:
-        logger.warning("could not enqueue the cleanup of browser lease %s; the sweep retries it", lease_id)
+    lease_cleanup_enqueue(BROWSER_LEASE_CLEANUP, lease_id, countdown=CLOSE_TIMEOUT)
 
 
 async def browser_available(context: ToolContext) -> str | None:
