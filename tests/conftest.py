@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -167,3 +168,22 @@ def anthropic_key(live_owner: OwnerClient) -> str:
     key = new_anthropic_key()
     live_owner.set_provider_key("anthropic", key)
     return key
+
+
+@pytest.fixture
+def anthropic(owner: Installation, settings: Any, fake_providers: FakeProviders) -> Any:
+    """Anthropic (with a key) as the provider of the next turns run in this process."""
+    from tests.support.engine import provider_use
+
+    return provider_use("anthropic", settings=settings, fake_providers=fake_providers)
+
+
+@pytest.fixture
+async def cancels() -> AsyncIterator[Any]:
+    """The cancel listener of the turns a test runs in this process, stopped afterwards."""
+    from conversations.cancel_bus import CancelListener
+    from tests.support.engine import engine_cleanup
+
+    listener = CancelListener()
+    yield listener
+    await engine_cleanup(listener)

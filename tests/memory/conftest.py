@@ -1,7 +1,7 @@
-"""Fixtures of the memory tests: the engine's provider and cancel-listener fixtures, shared."""
+"""Fixtures of the memory tests: the engine's provider fixture, shared (`anthropic` and `cancels` are everyone's)."""
 
 from __future__ import annotations
 
-from tests.conversations.conftest import anthropic, cancels, provider
+from tests.conversations.conftest import provider
 
-__all__ = ["anthropic", "cancels", "provider"]
+__all__ = ["provider"]

@@ -7,17 +7,12 @@ from collections.abc import AsyncIterator
 import pytest
 
 from conversations.cancel_bus import CancelListener
-from tests.support.engine import engine_cleanup, provider_use
+from tests.support.engine import engine_cleanup
 from tests.tools.web.conftest import _stay_on_the_machine, dns, web, web_server
 from tools.browser_tasks.kept import kept_sessions
 from tools.web.browser import browser_pool
 
 __all__ = ["_stay_on_the_machine", "dns", "web", "web_server"]
-
-
-@pytest.fixture
-def anthropic(owner, settings, fake_providers):
-    return provider_use("anthropic", settings=settings, fake_providers=fake_providers)
 
 
 @pytest.fixture

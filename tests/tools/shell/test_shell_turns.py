@@ -7,21 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from conversations.engine.cancel_bus import CancelListener
 
 from flarebot.core.text import utf16_length
 from tests.support.engine import (
     assistant_parts,
-    engine_cleanup,
     events,
     eventually,
     new_conversation,
     orm,
-    provider_use,
     run,
     submit,
     tool_parts,
@@ -30,18 +26,6 @@ from tests.support.fake_providers import Call, Text
 from tools.selectors import activity_page
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def anthropic(owner, settings, fake_providers):
-    return provider_use("anthropic", settings=settings, fake_providers=fake_providers)
-
-
-@pytest.fixture
-async def cancels() -> AsyncIterator[CancelListener]:
-    listener = CancelListener()
-    yield listener
-    await engine_cleanup(listener)
 
 
 async def stored_card(conversation_id) -> dict[str, Any] | None:

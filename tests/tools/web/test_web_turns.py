@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
-from conversations.cancel_bus import CancelListener
 from conversations.instructions import DEFAULT_INSTRUCTIONS, PRODUCT_RULES, system_prompt
 from conversations.model_settings import key_unreadable_message, provider_key_set
 from conversations.models import ProviderKey
@@ -15,11 +13,9 @@ from tests.support.engine import (
     OPENAI_KEY,
     ask,
     assistant_parts,
-    engine_cleanup,
     events,
     new_conversation,
     orm,
-    provider_use,
     tool_parts,
     tool_results_sent,
 )
@@ -28,18 +24,6 @@ from tools.selectors import activity_page
 from tools.web.search import MISSING_KEY
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def anthropic(owner, settings, fake_providers):
-    return provider_use("anthropic", settings=settings, fake_providers=fake_providers)
-
-
-@pytest.fixture
-async def cancels() -> AsyncIterator[CancelListener]:
-    listener = CancelListener()
-    yield listener
-    await engine_cleanup(listener)
 
 
 async def cards(conversation_id) -> list[dict]:
