@@ -29,7 +29,7 @@ from tests.e2e.chat_support import (
     watch_transcript_for,
 )
 from tests.e2e.conftest import PageErrors, screenshot
-from tests.support.fake_providers import Call, FakeProviders, Text
+from tests.support.fake_providers import Call, FakeProviders, HttpError, Text
 from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient, message_text
 from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
@@ -469,3 +469,22 @@ def test_a_card_says_when_its_call_was_interrupted_and_that_it_ran_again(
     ToolActivity.objects.filter(tool_call_id="toolu_lost").update(status="interrupted")
     page.reload()
     expect(note).to_have_text(f"Interrupted at {local}")
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_provider_refusal_says_what_happened_and_what_to_do(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, width: int
+) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": width, "height": 800})
+    fake_providers.script([HttpError(403, {"type": "error", "error": {"type": "permission_error", "message": "x"}})])
+    conversation_id = live_owner.create_conversation("Refused")
+    open_conversation(page, conversation_id)
+
+    send(page, "Hello?")
+
+    note = page.locator(".turn-note.failed")
+    expect(note).to_contain_text("Anthropic refused this key access (HTTP 403)")
+    expect(note).to_contain_text("Check the key's permissions in your account.")
+    expect(note).not_to_contain_text("connection")  # a connection was made: it is not said to be lost
+    screenshot(page, f"chat-provider-403-{width}")
