@@ -29,6 +29,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations.browser_tasks import lifecycle
+from conversations.browser_tasks.lifecycle.record import answer_record
 from conversations.cancel_bus import publish_cancel
 from conversations.eventlog import events_append_published
 from conversations.events import (
@@ -53,6 +54,7 @@ from conversations.selectors import conversation_require_active
 from flarebot.core.errors import Conflict, InvalidInput, NotFound
 from flarebot.core.ids import uuid_parse
 from flarebot.core.text import has_control_characters, line_breaks_normalize, utf16_length
+from flarebot.core.times import iso
 from tools.network.policy import Refused, url_check
 from tools.web.leases import browser_lease_holder, browser_lease_wake_request
 
@@ -256,10 +258,17 @@ def critical_point_answer(*, conversation_id: uuid.UUID, reply: Reply) -> uuid.U
         point.response = reply.response or ""
         point.consent = reply.consent
         point.approved = reply.approve
-        point.resolved_at = timezone.now()
+        resolved_at = timezone.now()
+        point.resolved_at = resolved_at
         point.save(update_fields=["state", "response", "consent", "approved", "resolved_at", "updated_at"])
-        lifecycle.task_resume_with(task, point)
-        events: list[NewEvent] = [critical_point_resolved(task_id=task.id, critical_point_id=point.id)]
+        steps = lifecycle.task_resume_with(task, point)
+        resolved = critical_point_resolved(
+            task_id=task.id,
+            critical_point_id=point.id,
+            answer=dict(answer_record(point) or {}),
+            resolved_at=iso(resolved_at),
+        )
+        events: list[NewEvent] = [resolved, *steps]
         events += lifecycle.task_card_events(task, progress="Resuming after your answer")
         events_append_published(conversation_id=conversation_id, events=events)
         context_lease_id = task.context_lease_id

@@ -19,6 +19,7 @@ work), then the release of its browser context.
 - `end`: the terminal outcome and its projection.
 - `recovery`: reconciliation, and the stop of a deleted conversation's tasks.
 - `card`, `checkpoint`: the task's activity card; its sealed browser state.
+- `record`: the task's record as the owner sees it (its steps, each question and answer).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from conversations.models import (
 )
 from conversations.services import conversation_create
 from flarebot.core.errors import Conflict, InvalidInput, NotFound
+from flarebot.core.times import iso
 from tests.support.browser_tasks import paused_task
 from tests.support.engine import ask, assistant_parts, orm, tool_parts
 from tests.support.fake_providers import Call, Text
@@ -204,6 +205,8 @@ def test_an_answer_is_stored_verbatim_acknowledged_and_given_to_the_paused_step(
     assert last_event(conversation, "critical_point.resolved") == {
         "task_id": str(task.id),
         "critical_point_id": str(point.id),
+        "answer": {"response": text, "approve": None, "consent": None},
+        "resolved_at": iso(point.resolved_at),
     }
 
 
