@@ -89,8 +89,24 @@ def activity_events(turn_id: uuid.UUID, activities: list[ActivityJson]) -> list[
     return [(EventKind.ACTIVITY_UPDATED, turn_id, {"activity": activity}) for activity in activities]
 
 
-def browser_task_proposed(*, proposal_id: uuid.UUID, goal: str, start_url: str, restrictions: list[str]) -> NewEvent:
-    data = {"proposal_id": str(proposal_id), "goal": goal, "start_url": start_url, "restrictions": restrictions}
+def browser_task_proposed(
+    *,
+    proposal_id: uuid.UUID,
+    goal: str,
+    start_url: str,
+    restrictions: list[str],
+    corrects_task_id: uuid.UUID | None,
+    carried_restrictions: list[str],
+) -> NewEvent:
+    """`corrects_task_id` and `carried_restrictions` (the leading `restrictions` it carried over) are additions."""
+    data = {
+        "proposal_id": str(proposal_id),
+        "goal": goal,
+        "start_url": start_url,
+        "restrictions": restrictions,
+        "corrects_task_id": str(corrects_task_id) if corrects_task_id is not None else None,
+        "carried_restrictions": carried_restrictions,
+    }
     return (EventKind.BROWSER_TASK_PROPOSED, None, data)
 
 

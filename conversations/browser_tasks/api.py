@@ -115,6 +115,8 @@ BrowserTasksOutput = inline_serializer(
                     "proposal_id": serializers.UUIDField(),
                     "status": serializers.ChoiceField(choices=ProposalState.choices),
                     **_COMMON,
+                    "corrects_task_id": serializers.UUIDField(allow_null=True),
+                    "carried_restrictions": serializers.ListField(child=serializers.CharField()),
                 },
             )
         ),

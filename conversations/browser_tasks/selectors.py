@@ -52,12 +52,15 @@ def browser_task_json(task: BrowserTask, points: list[CriticalPoint]) -> dict[st
 
 
 def proposal_json(proposal: BrowserTaskProposal) -> dict[str, Any]:
+    """The contract's proposal object (`corrects_task_id` and `carried_restrictions` are additions)."""
     return {
         "proposal_id": str(proposal.id),
         "status": proposal.state,
         "goal": proposal.goal,
         "start_url": proposal.start_url,
         "restrictions": list(proposal.restrictions),
+        "corrects_task_id": str(proposal.corrects_id) if proposal.corrects_id else None,
+        "carried_restrictions": list(proposal.restrictions[: proposal.carried]),
         "created_at": iso(proposal.created_at),
     }
 

@@ -16,7 +16,10 @@ const STATUS_TEXT = {
   failed: "Failed",
   cancelled: "Cancelled",
 };
-const ENDED = new Set(["completed", "failed", "cancelled"]);
+// A task's own statuses where a proposal's read differently ("superseded": by the owner's correction).
+const TASK_STATUS_TEXT = { ...STATUS_TEXT, superseded: "Superseded by your correction" };
+const OUTCOME_TEXT = { completed: "Completed", failed: "Failed", cancelled: "Cancelled", superseded: "Superseded" };
+const ENDED = new Set(Object.keys(OUTCOME_TEXT));
 
 export class TaskCard {
   constructor(tasks, proposalId) {
@@ -80,7 +83,7 @@ export class TaskCard {
   render() {
     const status = this.status || this.proposalStatus;
     this.el.dataset.status = status;
-    this.state.textContent = STATUS_TEXT[status] || status;
+    this.state.textContent = (this.status ? TASK_STATUS_TEXT : STATUS_TEXT)[status] || status;
     this.renderReadback();
     this.renderControls();
     const progress = this.unfinished && this.status !== "paused" && this.progress ? this.progress : null;
@@ -93,7 +96,7 @@ export class TaskCard {
     this.renderQuestion();
     const ended = this.ended;
     this.outcome.hidden = !ended;
-    this.outcome.textContent = ended ? `${STATUS_TEXT[this.status]}: ${this.summary}` : "";
+    this.outcome.textContent = ended ? `${OUTCOME_TEXT[this.status]}: ${this.summary}` : "";
     this.renderRecord();
     this.error.hidden = !this.error.textContent;
     this.tasks.changed();
@@ -217,7 +220,13 @@ export class TaskCard {
   // --- state from the server ----------------------------------------------------------
 
   setProposal(proposal, status) {
-    this.proposal = { goal: proposal.goal, start_url: proposal.start_url, restrictions: proposal.restrictions || [] };
+    this.proposal = {
+      goal: proposal.goal,
+      start_url: proposal.start_url,
+      restrictions: proposal.restrictions || [],
+      corrects_task_id: proposal.corrects_task_id || null,
+      carried_restrictions: proposal.carried_restrictions || [],
+    };
     if (status) this.proposalStatus = status;
     this.render();
   }

@@ -3,6 +3,8 @@
 // owner's answer); the owner's answers go to the card. Text nodes only.
 import { button, el, localTime } from "./dom.js";
 
+const CORRECTS = "The unfinished browser task above: Start ends it and carries on from its page (on the same site).";
+
 // What Approve and Deny send as the owner's words beside their decision.
 const APPROVED = "Approved.";
 const DENIED = "Denied: do not do this.";
@@ -24,7 +26,7 @@ const NAMED_KEYS = new Set([
   "Home", "End", "PageUp", "PageDown",
 ]);
 
-/** The proposal's goal, start page and restrictions. */
+/** The proposal's goal, start page and restrictions; a correction's carried-over restrictions are marked. */
 export function readbackView(proposal) {
   const list = el("dl", "task-fields");
   const field = (name, value) => {
@@ -32,10 +34,21 @@ export function readbackView(proposal) {
     list.append(el("dt", "", name), detail);
     return detail;
   };
+  if (proposal.corrects_task_id) {
+    field("Corrects", CORRECTS).classList.add("task-corrects");
+  }
   field("Goal", proposal.goal).classList.add("task-goal");
   field("Start page", proposal.start_url).classList.add("task-url");
   const restrictions = el("ul", "task-restrictions");
-  for (const restriction of proposal.restrictions || []) restrictions.append(el("li", "", restriction));
+  const carried = (proposal.carried_restrictions || []).length; // they lead the list
+  (proposal.restrictions || []).forEach((restriction, index) => {
+    const item = el("li", "", restriction);
+    if (index < carried) {
+      item.classList.add("task-carried");
+      item.append(" ", el("span", "task-carried-badge", "carried over"));
+    }
+    restrictions.append(item);
+  });
   if (!restrictions.children.length) restrictions.append(el("li", "muted", "None"));
   field("Restrictions").append(restrictions);
   return list;
@@ -142,7 +155,10 @@ export function recordNodes(card) {
     const item = el("li", "task-step");
     item.dataset.outcome = step.outcome;
     const head = el("div", "task-step-head");
-    head.append(el("span", "task-step-text", step.description), el("span", "task-step-outcome", outcomeText(card, step)));
+    head.append(
+      el("span", "task-step-text", step.description),
+      el("span", "task-step-outcome", outcomeText(card, step)),
+    );
     const facts = el("div", "task-step-facts");
     facts.append(el("span", "task-step-action", step.action));
     if (step.element) {

@@ -367,3 +367,75 @@ def test_a_finished_cards_record_keeps_steps_and_answers_collapsed_and_a_reload_
     card = page.locator(".task-card")
     expect(card.locator(".task-outcome")).to_have_text("Failed: Not ordered: you denied the order.")
     record_shows_everything(card.locator("details.task-record"))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_correction_carries_the_restrictions_over_and_its_start_supersedes_the_paused_task(
+    chat_page: Page,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+    web: FixtureWeb,
+    width: int,
+) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": width, "height": 800})
+    conversation_id = live_owner.create_conversation("Correction")
+    open_conversation(page, conversation_id)
+    propose(
+        page, fake_providers, goal="Buy one blue kettle.", start_url=web.url("/shop"), restrictions=["At most 30 EUR."]
+    )
+    first = page.locator(".task-card").first
+    fake_providers.script(step("click", element=2), step("ask_owner", question="Which size?"))
+    first.get_by_role("button", name="Start").click()
+    expect(first.locator(".task-question-text")).to_have_text("Which size?", timeout=TASK_MS)
+
+    # The owner corrects the task in the chat; the model forgets the budget, which is carried over.
+    propose(
+        page, fake_providers, goal="Buy one red kettle.", start_url=web.url("/shop"), restrictions=["Red, not blue."]
+    )
+    expect(page.locator(".task-card")).to_have_count(2)
+    correction = page.locator(".task-card").nth(1)
+    expect(correction.locator(".task-corrects")).to_contain_text("The unfinished browser task above")
+    expect(correction.locator(".task-restrictions li")).to_have_text(["At most 30 EUR. carried over", "Red, not blue."])
+    expect(correction.locator(".task-restrictions li.task-carried")).to_have_text(["At most 30 EUR. carried over"])
+    expect(first.locator(".task-state")).to_have_text("Waiting for your answer")  # nothing changed yet
+    no_sideways_scroll(page)
+    screenshot(page, f"browser-task-correction-{width}")
+
+    fake_providers.script(step("finish", outcome="completed", summary="The cart page shows one kettle."))
+    correction.get_by_role("button", name="Start").click()
+
+    expect(first.locator(".task-state")).to_have_text("Superseded by your correction", timeout=TASK_MS)
+    expect(first.locator(".task-outcome")).to_have_text(
+        "Superseded: The owner corrected the task; the corrected task continues in its place."
+    )
+    expect(first.locator(".task-question")).to_be_hidden()
+    expect(correction.locator(".task-outcome")).to_have_text(
+        "Completed: The cart page shows one kettle.", timeout=TASK_MS
+    )
+    expect(page.locator(".msg.assistant .md", has_text="Browser task superseded.")).to_have_count(1)
+    tasks = list(BrowserTask.objects.order_by("created_at"))
+    assert [t.status for t in tasks] == ["superseded", "completed"]
+    assert tasks[1].restrictions == ["At most 30 EUR.", "Red, not blue."]
+    continued = page_sent(task_requests(fake_providers)[-1])
+    assert "Your cart" in continued  # it went on from the paused task's page, not from the shop
+
+    def superseded_card_keeps_its_steps(card: Locator) -> None:
+        record = card.locator("details.task-record")
+        expect(record).not_to_have_attribute("open", "")
+        record.locator("summary").click()
+        expect(record.locator(".task-step-text")).to_have_text(
+            [f"Clicking 'View cart' on 127.0.0.1:{web.port}", "Asking you a question"]
+        )
+        expect(record.locator(".task-record-answer-text")).to_have_text(["Not answered: the task ended first"])
+
+    superseded_card_keeps_its_steps(first)
+    screenshot(page, f"browser-task-superseded-{width}")
+    page.reload()
+    cards = page.locator(".task-card")
+    expect(cards).to_have_count(2)
+    expect(cards.first.locator(".task-state")).to_have_text("Superseded by your correction")
+    superseded_card_keeps_its_steps(cards.first)
+    expect(cards.last.locator(".task-restrictions li.task-carried")).to_have_text(["At most 30 EUR. carried over"])
+    expect(cards.last.locator(".task-state")).to_have_text("Completed")

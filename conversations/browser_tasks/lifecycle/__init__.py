@@ -27,7 +27,12 @@ from __future__ import annotations
 from conversations.browser_tasks.lifecycle.answer import task_resume_with
 from conversations.browser_tasks.lifecycle.card import MAX_ACTIONS, task_card_events
 from conversations.browser_tasks.lifecycle.checkpoint import browser_task_storage_state, storage_seal
-from conversations.browser_tasks.lifecycle.end import CANCELLED_SUMMARY, browser_task_project, task_end_locked
+from conversations.browser_tasks.lifecycle.end import (
+    CANCELLED_SUMMARY,
+    SUPERSEDED_SUMMARY,
+    browser_task_project,
+    task_end_locked,
+)
 from conversations.browser_tasks.lifecycle.lease import (
     LEASE_RENEW_SECONDS,
     MAX_RUNNING,
@@ -57,6 +62,7 @@ __all__ = [
     "LEASE_RENEW_SECONDS",
     "MAX_ACTIONS",
     "MAX_RUNNING",
+    "SUPERSEDED_SUMMARY",
     "Pause",
     "Progress",
     "TaskClaim",

@@ -79,7 +79,12 @@ async def test_a_proposal_from_a_real_turn_starts_nothing(anthropic, fake_provid
         PROPOSAL["restrictions"],
     )
     proposed = await orm(lambda: last_event(conversation_id, "browser_task.proposed"))()
-    assert proposed == {"proposal_id": str(proposal.id), **PROPOSAL}
+    assert proposed == {
+        "proposal_id": str(proposal.id),
+        **PROPOSAL,
+        "corrects_task_id": None,
+        "carried_restrictions": [],
+    }
     assert not await orm(BrowserTask.objects.exists)()
     assert not await orm(BrowserLease.objects.exists)()
     assert "browser_task.started" not in await orm(kinds)(conversation_id)
