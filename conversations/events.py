@@ -33,6 +33,7 @@ class EventKind(enum.StrEnum):
     BROWSER_TASK_STARTED = "browser_task.started"
     BROWSER_TASK_FINISHED = "browser_task.finished"
     BROWSER_TASK_DISMISSED = "browser_task.dismissed"  # an addition: the owner dismissed a proposal
+    BROWSER_TASK_STEP = "browser_task.step"  # an addition: a step of a task's record, new or changed
     # An addition: the owner confirmed or dismissed a write a tainted turn proposed (memory, a task).
     WRITE_PROPOSAL_UPDATED = "write_proposal.updated"
     # An addition: the owner cleared the history; every earlier event is gone, start over.
@@ -90,8 +91,24 @@ def activity_events(turn_id: uuid.UUID, activities: list[ActivityJson]) -> list[
     return [(EventKind.ACTIVITY_UPDATED, turn_id, {"activity": activity}) for activity in activities]
 
 
-def browser_task_proposed(*, proposal_id: uuid.UUID, goal: str, start_url: str, restrictions: list[str]) -> NewEvent:
-    data = {"proposal_id": str(proposal_id), "goal": goal, "start_url": start_url, "restrictions": restrictions}
+def browser_task_proposed(
+    *,
+    proposal_id: uuid.UUID,
+    goal: str,
+    start_url: str,
+    restrictions: list[str],
+    corrects_task_id: uuid.UUID | None,
+    carried_restrictions: list[str],
+) -> NewEvent:
+    """`corrects_task_id` and `carried_restrictions` (the leading `restrictions` it carried over) are additions."""
+    data = {
+        "proposal_id": str(proposal_id),
+        "goal": goal,
+        "start_url": start_url,
+        "restrictions": restrictions,
+        "corrects_task_id": str(corrects_task_id) if corrects_task_id is not None else None,
+        "carried_restrictions": carried_restrictions,
+    }
     return (EventKind.BROWSER_TASK_PROPOSED, None, data)
 
 
@@ -110,21 +127,42 @@ def browser_task_started(*, task_id: uuid.UUID, proposal_id: uuid.UUID) -> NewEv
 
 
 def critical_point_opened(
-    *, task_id: uuid.UUID, critical_point_id: uuid.UUID, kind: str, question: str, action: dict[str, Any] | None
+    *,
+    task_id: uuid.UUID,
+    critical_point_id: uuid.UUID,
+    kind: str,
+    question: str,
+    action: dict[str, Any] | None,
+    created_at: str | None,
 ) -> NewEvent:
+    """`created_at` is an addition: when the question was asked, for the task's record."""
     data = {
         "task_id": str(task_id),
         "critical_point_id": str(critical_point_id),
         "kind": kind,
         "question": question,
         "action": action,
+        "created_at": created_at,
     }
     return (EventKind.CRITICAL_POINT_OPENED, None, data)
 
 
-def critical_point_resolved(*, task_id: uuid.UUID, critical_point_id: uuid.UUID) -> NewEvent:
-    data = {"task_id": str(task_id), "critical_point_id": str(critical_point_id)}
+def critical_point_resolved(
+    *, task_id: uuid.UUID, critical_point_id: uuid.UUID, answer: dict[str, Any], resolved_at: str | None
+) -> NewEvent:
+    """`answer` and `resolved_at` are additions: what the owner answered and when, for the task's record."""
+    data = {
+        "task_id": str(task_id),
+        "critical_point_id": str(critical_point_id),
+        "answer": answer,
+        "resolved_at": resolved_at,
+    }
     return (EventKind.CRITICAL_POINT_RESOLVED, None, data)
+
+
+def browser_task_step(*, task_id: uuid.UUID, step: dict[str, Any]) -> NewEvent:
+    """A step of a task's record as the owner sees it (`lifecycle.record`); a later one of its number replaces it."""
+    return (EventKind.BROWSER_TASK_STEP, None, {"task_id": str(task_id), "step": step})
 
 
 def browser_task_finished(*, task_id: uuid.UUID, outcome: str, summary: str) -> NewEvent:

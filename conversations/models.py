@@ -224,7 +224,12 @@ class ProposalState(models.TextChoices):
 
 
 class BrowserTaskProposal(BaseModel):
-    """A browser task the model proposed in a turn: nothing runs until the owner starts it."""
+    """A browser task the model proposed in a turn: nothing runs until the owner starts it.
+
+    A proposal made while a task of the conversation is unfinished corrects that task
+    (`corrects`): the task's restrictions lead its own (`carried` of them, never fewer), and
+    its Start supersedes the task if it is paused.
+    """
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+", db_index=False)
     turn_id = models.UUIDField()
@@ -233,6 +238,11 @@ class BrowserTaskProposal(BaseModel):
     start_url = models.TextField()
     restrictions = models.JSONField(default=list)
     state = models.CharField(max_length=16, choices=ProposalState.choices, default=ProposalState.PROPOSED)
+    # Only read through the proposal (browser_task_start): no index of its own.
+    corrects = models.ForeignKey(
+        "BrowserTask", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    carried = models.PositiveSmallIntegerField(default=0)  # the first `carried` restrictions are the task's
 
     class Meta:
         constraints = [
@@ -254,6 +264,7 @@ class BrowserTaskStatus(models.TextChoices):
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+    SUPERSEDED = "superseded", "Superseded"  # the owner started a correction of it while it was paused
 
 
 UNFINISHED_TASK_STATUSES = (BrowserTaskStatus.RUNNING, BrowserTaskStatus.PAUSED)

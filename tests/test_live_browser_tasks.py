@@ -52,7 +52,12 @@ def propose_in_chat(socket: LiveSocket, fake_providers: FakeProviders, web: Fixt
     socket.ask("Buy me the blue kettle, at most 30 EUR.")
     proposed = [f for f in event_frames(socket.received) if f["event"] == "browser_task.proposed"]
     assert len(proposed) == 1
-    assert proposed[0]["data"] == {"proposal_id": proposed[0]["data"]["proposal_id"], **proposal}
+    assert proposed[0]["data"] == {
+        "proposal_id": proposed[0]["data"]["proposal_id"],
+        **proposal,
+        "corrects_task_id": None,
+        "carried_restrictions": [],
+    }
     return str(proposed[0]["data"]["proposal_id"])
 
 

@@ -10,9 +10,10 @@ from rest_framework.views import APIView
 
 from conversations import selectors, turns
 from conversations.browser_tasks import services
+from conversations.browser_tasks.lifecycle.record import STEP_OUTCOMES
 from conversations.browser_tasks.selectors import browser_tasks_list
 from conversations.errors import ConversationNotFound
-from conversations.models import BrowserTaskStatus, CriticalPointKind, ProposalState
+from conversations.models import BrowserTaskStatus, CriticalPointKind, CriticalPointState, ProposalState
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import NotFound
 from flarebot.core.schema import BODY_STATUSES, described, errors, path_id, uuid_schema
@@ -36,6 +37,48 @@ _COMMON: dict[str, serializers.Field] = {
     "restrictions": serializers.ListField(child=serializers.CharField()),
     "created_at": serializers.DateTimeField(),
 }
+# The task's record (`lifecycle.record`): what the card keeps after the end.
+_STEP = inline_serializer(
+    "BrowserTaskStep",
+    {
+        "number": serializers.IntegerField(min_value=1),
+        "action": serializers.CharField(allow_blank=True),
+        "description": serializers.CharField(allow_blank=True),
+        "element": inline_serializer(
+            "BrowserTaskElement",
+            {
+                "number": serializers.IntegerField(),
+                "role": serializers.CharField(allow_blank=True),
+                "name": serializers.CharField(allow_blank=True),
+            },
+            allow_null=True,
+        ),
+        "page": serializers.CharField(allow_blank=True),
+        "outcome": serializers.ChoiceField(choices=STEP_OUTCOMES),
+        "critical_point_id": serializers.UUIDField(allow_null=True),
+    },
+)
+_QUESTION = inline_serializer(
+    "BrowserTaskQuestion",
+    {
+        "critical_point_id": serializers.UUIDField(),
+        "kind": serializers.ChoiceField(choices=CriticalPointKind.choices),
+        "question": serializers.CharField(allow_blank=True),
+        "action": serializers.DictField(allow_null=True),
+        "state": serializers.ChoiceField(choices=CriticalPointState.choices),
+        "answer": inline_serializer(
+            "BrowserTaskAnswer",
+            {
+                "response": serializers.CharField(allow_blank=True),
+                "approve": serializers.BooleanField(allow_null=True),
+                "consent": serializers.BooleanField(allow_null=True),
+            },
+            allow_null=True,
+        ),
+        "created_at": serializers.DateTimeField(),
+        "resolved_at": serializers.DateTimeField(allow_null=True),
+    },
+)
 BrowserTasksOutput = inline_serializer(
     "BrowserTaskList",
     {
@@ -59,6 +102,8 @@ BrowserTasksOutput = inline_serializer(
                         allow_null=True,
                     ),
                     "summary": serializers.CharField(allow_null=True, allow_blank=True),
+                    "steps": serializers.ListField(child=_STEP),
+                    "questions": serializers.ListField(child=_QUESTION),
                     "finished_at": serializers.DateTimeField(allow_null=True),
                 },
             )
@@ -70,6 +115,8 @@ BrowserTasksOutput = inline_serializer(
                     "proposal_id": serializers.UUIDField(),
                     "status": serializers.ChoiceField(choices=ProposalState.choices),
                     **_COMMON,
+                    "corrects_task_id": serializers.UUIDField(allow_null=True),
+                    "carried_restrictions": serializers.ListField(child=serializers.CharField()),
                 },
             )
         ),

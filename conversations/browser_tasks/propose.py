@@ -40,6 +40,16 @@ INPUT_SCHEMA = object_schema(
 )
 
 
+CORRECTION_MESSAGE = (
+    "Proposed as a correction of this conversation's unfinished browser task; not started. Every restriction of "
+    "that task was carried over (carried_restrictions) and stays; `restrictions` is the full list the task will "
+    "keep. The owner sees the readback, carried restrictions marked, and starts it with Start: if the unfinished "
+    "task is paused, it ends as superseded (its steps stay on its card) and the corrected task continues on its "
+    "page when the start URL is on the same site, else on the start URL; while it is running, Start is refused "
+    "until it pauses. Tell the owner to check the readback; do not claim the task runs."
+)
+
+
 async def propose(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
     """Store the proposal and show the owner its readback; nothing starts."""
     try:
@@ -55,14 +65,25 @@ async def propose(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         if error.code == "invalid_proposal":
             return refused(error)
         raise ToolFailed(error.message) from None
+    if proposal.corrects_id is None:
+        return {
+            "ok": True,
+            "proposal_id": str(proposal.id),
+            "status": "proposed",
+            "message": (
+                "Proposed, not started. The owner sees a readback of the goal, start URL and restrictions and "
+                "starts it with Start, or dismisses it. Tell the owner to check the readback; do not claim the "
+                "task runs."
+            ),
+        }
     return {
         "ok": True,
         "proposal_id": str(proposal.id),
         "status": "proposed",
-        "message": (
-            "Proposed, not started. The owner sees a readback of the goal, start URL and restrictions and starts "
-            "it with Start, or dismisses it. Tell the owner to check the readback; do not claim the task runs."
-        ),
+        "corrects_task_id": str(proposal.corrects_id),
+        "restrictions": list(proposal.restrictions),
+        "carried_restrictions": list(proposal.restrictions[: proposal.carried]),
+        "message": CORRECTION_MESSAGE,
     }
 
 
@@ -71,9 +92,11 @@ BROWSER_TASK_PROPOSE = Tool(
     description=(
         "Propose a multi-step browser task carried out on the owner's behalf (shopping, booking, filling a "
         "form). It starts nothing: the owner reads the goal, start URL and restrictions back and starts it "
-        "themselves. Include every restriction the owner gave; when the owner corrects a task, propose it "
-        "again with the original restrictions kept. The task stops and asks the owner before anything that "
-        "buys, sends, books, deletes or signs in."
+        "themselves. Include every restriction the owner gave. To correct the conversation's unfinished task "
+        "(the owner changes criteria or wants something else while it waits), propose again with the corrected "
+        "goal: its restrictions are carried over by themselves and cannot be dropped (add any new ones), and "
+        "Start replaces the paused task, continuing on its page. The task stops and asks the owner before "
+        "anything that buys, sends, books, deletes or signs in."
     ),
     input_schema=INPUT_SCHEMA,
     run=propose,

@@ -1,4 +1,4 @@
-"""Reads of browser tasks: a conversation's tasks and proposals, as the list endpoint returns them."""
+"""Reads of browser tasks: a conversation's tasks (with their records) and proposals, as listed."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
+from conversations.browser_tasks.lifecycle.record import question_record, steps_record
 from conversations.models import (
     BrowserTask,
     BrowserTaskProposal,
@@ -28,8 +29,12 @@ def critical_point_json(point: CriticalPoint) -> dict[str, Any]:
     }
 
 
-def browser_task_json(task: BrowserTask, open_point: CriticalPoint | None) -> dict[str, Any]:
-    """The contract's task object (`proposal_id` and `summary` are additions)."""
+def browser_task_json(task: BrowserTask, points: list[CriticalPoint]) -> dict[str, Any]:
+    """The contract's task object (`proposal_id`, `summary` and the record, `steps` and `questions`, are additions).
+
+    `points` are the task's critical points, oldest first.
+    """
+    open_point = next((point for point in points if point.state == CriticalPointState.OPEN), None)
     return {
         "task_id": str(task.id),
         "proposal_id": str(task.proposal_id),
@@ -39,18 +44,23 @@ def browser_task_json(task: BrowserTask, open_point: CriticalPoint | None) -> di
         "restrictions": list(task.restrictions),
         "open_critical_point": critical_point_json(open_point) if open_point is not None else None,
         "summary": task.outcome_summary if task.finished_at is not None else None,
+        "steps": steps_record(task.steps),
+        "questions": [question_record(point) for point in points],
         "created_at": iso(task.created_at),
         "finished_at": iso(task.finished_at) if task.finished_at else None,
     }
 
 
 def proposal_json(proposal: BrowserTaskProposal) -> dict[str, Any]:
+    """The contract's proposal object (`corrects_task_id` and `carried_restrictions` are additions)."""
     return {
         "proposal_id": str(proposal.id),
         "status": proposal.state,
         "goal": proposal.goal,
         "start_url": proposal.start_url,
         "restrictions": list(proposal.restrictions),
+        "corrects_task_id": str(proposal.corrects_id) if proposal.corrects_id else None,
+        "carried_restrictions": list(proposal.restrictions[: proposal.carried]),
         "created_at": iso(proposal.created_at),
     }
 
@@ -68,13 +78,12 @@ def browser_tasks_list(*, conversation_id: uuid.UUID) -> dict[str, Any] | None:
         if conversation is None:
             return None
         tasks = list(BrowserTask.objects.filter(conversation_id=conversation_id).order_by("created_at", "id"))
-        points = {
-            point.task_id: point
-            for point in CriticalPoint.objects.filter(task__in=tasks, state=CriticalPointState.OPEN)
-        }
+        points: dict[uuid.UUID, list[CriticalPoint]] = {task.id: [] for task in tasks}
+        for point in CriticalPoint.objects.filter(task__in=tasks).order_by("created_at", "id"):
+            points[point.task_id].append(point)
         proposals = BrowserTaskProposal.objects.filter(conversation_id=conversation_id).order_by("created_at", "id")
         return {
-            "tasks": [browser_task_json(task, points.get(task.id)) for task in tasks],
+            "tasks": [browser_task_json(task, points[task.id]) for task in tasks],
             "proposals": [proposal_json(proposal) for proposal in proposals],
             "last_sequence": conversation.last_sequence,
         }

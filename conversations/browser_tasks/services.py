@@ -8,6 +8,14 @@ rules of the contract live here:
   newest proposal (a newer one supersedes it), while no other task of the conversation is
   unfinished (also a partial unique constraint). The start stores the durable start
   command: the goal, start URL and restrictions exactly as proposed.
+- A proposal made while a task of the conversation is unfinished is a correction of it
+  (seed 004: corrections go through the ordinary chat route and keep the original
+  restrictions): the task's restrictions lead the proposal's, carried over whatever the
+  model sent (it may add, never drop). Its Start, while that task is paused, ends it as
+  `superseded` and starts the correction in the same transaction, on the paused task's
+  page when that is on the start URL's site (`_continuation`); while it runs, Start is
+  refused. The row locks order a Start against an answer or a cancel of the paused task:
+  whichever comes second sees what the first did, so one task at most stays unfinished.
 - An answer names the task's open critical point; a stale or unknown id, a reply of the
   wrong kind, or anything but the exact `continue` for a sign-in is refused and authorises
   nothing. A held action is authorised only by an explicit approval (`approve: true`),
@@ -24,11 +32,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations.browser_tasks import lifecycle
+from conversations.browser_tasks.lifecycle.record import answer_record
 from conversations.cancel_bus import publish_cancel
 from conversations.eventlog import events_append_published
 from conversations.events import (
@@ -53,6 +64,8 @@ from conversations.selectors import conversation_require_active
 from flarebot.core.errors import Conflict, InvalidInput, NotFound
 from flarebot.core.ids import uuid_parse
 from flarebot.core.text import has_control_characters, line_breaks_normalize, utf16_length
+from flarebot.core.times import iso
+from tools.browser_tasks.guard import site_of
 from tools.network.policy import Refused, url_check
 from tools.web.leases import browser_lease_holder, browser_lease_wake_request
 
@@ -122,16 +135,36 @@ def browser_task_propose(
         BrowserTaskProposal.objects.filter(conversation_id=conversation_id, state=ProposalState.PROPOSED).update(
             state=ProposalState.SUPERSEDED
         )
+        # Read after the update above, which waits for a Start holding an older proposal: a
+        # task that Start created is seen here, and this proposal corrects it.
+        corrected = BrowserTask.objects.filter(
+            conversation_id=conversation_id, status__in=UNFINISHED_TASK_STATUSES
+        ).first()
+        carried = list(corrected.restrictions) if corrected is not None else []
+        restrictions = carried + [restriction for restriction in restrictions if restriction not in carried]
+        if len(restrictions) > RESTRICTIONS_MAX:
+            raise InvalidInput(
+                f"At most {RESTRICTIONS_MAX} restrictions, the {len(carried)} carried over from the unfinished task "
+                "included.",
+                code="invalid_proposal",
+            )
         proposal = BrowserTaskProposal.objects.create(
             conversation_id=conversation_id,
             turn_id=turn_id,
             tool_call_id=tool_call_id[:128],
             goal=goal,
             start_url=start_url,
-            restrictions=list(restrictions),
+            restrictions=restrictions,
+            corrects=corrected,
+            carried=len(carried),
         )
         event = browser_task_proposed(
-            proposal_id=proposal.id, goal=goal, start_url=start_url, restrictions=list(restrictions)
+            proposal_id=proposal.id,
+            goal=goal,
+            start_url=start_url,
+            restrictions=list(restrictions),
+            corrects_task_id=corrected.id if corrected is not None else None,
+            carried_restrictions=carried,
         )
         events_append_published(conversation_id=conversation_id, events=[event])
     return proposal
@@ -158,15 +191,51 @@ def _proposal_locked(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID) -> B
     return proposal
 
 
+def _continuation(paused: BrowserTask, start_url: str) -> dict[str, Any]:
+    """Where a correction of a paused task starts: that task's page, if it is on the start URL's site.
+
+    Its address, and the cookies and local storage of its checkpoint, restored into a new
+    context once the paused one is confirmed closed (the correction names that context, as
+    a restore after a restart does). Elsewhere (the correction goes to another site, or the
+    paused task had no page yet) it starts on its start URL in a fresh context.
+    """
+    if not paused.current_url or _site(paused.current_url) != _site(start_url):
+        return {}
+    return {
+        "current_url": paused.current_url,
+        "storage_sealed": paused.storage_sealed,
+        "context_lease_id": paused.context_lease_id,
+    }
+
+
+def _site(url: str) -> str:
+    return site_of(urlsplit(url).hostname or "")
+
+
 def browser_task_start(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID) -> BrowserTask:
-    """Start the task of a proposal the owner confirmed: the durable start command, then the job."""
+    """Start the task of a proposal the owner confirmed: the durable start command, then the job.
+
+    A correction of the conversation's paused task supersedes that task first.
+    """
     try:
         with transaction.atomic():
             proposal = _proposal_locked(conversation_id=conversation_id, proposal_id=proposal_id)
-            if BrowserTask.objects.filter(
-                conversation_id=conversation_id, status__in=UNFINISHED_TASK_STATUSES
-            ).exists():
-                raise Conflict("Another browser task of this conversation is unfinished.", code="task_unfinished")
+            unfinished = (
+                BrowserTask.objects.select_for_update()
+                .filter(conversation_id=conversation_id, status__in=UNFINISHED_TASK_STATUSES)
+                .first()
+            )
+            continued: dict[str, Any] = {}
+            if unfinished is not None:
+                if unfinished.id != proposal.corrects_id:
+                    raise Conflict("Another browser task of this conversation is unfinished.", code="task_unfinished")
+                if unfinished.status != BrowserTaskStatus.PAUSED:
+                    raise Conflict(
+                        "The browser task this corrects is running: start the correction once it pauses, or stop it.",
+                        code="task_unfinished",
+                    )
+                continued = _continuation(unfinished, proposal.start_url)
+                lifecycle.task_end_locked(unfinished, BrowserTaskStatus.SUPERSEDED, lifecycle.SUPERSEDED_SUMMARY)
             proposal.state = ProposalState.STARTED
             proposal.save(update_fields=["state", "updated_at"])
             task = BrowserTask.objects.create(
@@ -175,6 +244,7 @@ def browser_task_start(*, conversation_id: uuid.UUID, proposal_id: uuid.UUID) ->
                 goal=proposal.goal,
                 start_url=proposal.start_url,
                 restrictions=list(proposal.restrictions),
+                **continued,
             )
             events: list[NewEvent] = [browser_task_started(task_id=task.id, proposal_id=proposal.id)]
             events += lifecycle.task_card_events(task, progress="Starting the browser")
@@ -256,10 +326,17 @@ def critical_point_answer(*, conversation_id: uuid.UUID, reply: Reply) -> uuid.U
         point.response = reply.response or ""
         point.consent = reply.consent
         point.approved = reply.approve
-        point.resolved_at = timezone.now()
+        resolved_at = timezone.now()
+        point.resolved_at = resolved_at
         point.save(update_fields=["state", "response", "consent", "approved", "resolved_at", "updated_at"])
-        lifecycle.task_resume_with(task, point)
-        events: list[NewEvent] = [critical_point_resolved(task_id=task.id, critical_point_id=point.id)]
+        steps = lifecycle.task_resume_with(task, point)
+        resolved = critical_point_resolved(
+            task_id=task.id,
+            critical_point_id=point.id,
+            answer=dict(answer_record(point) or {}),
+            resolved_at=iso(resolved_at),
+        )
+        events: list[NewEvent] = [resolved, *steps]
         events += lifecycle.task_card_events(task, progress="Resuming after your answer")
         events_append_published(conversation_id=conversation_id, events=events)
         context_lease_id = task.context_lease_id

@@ -1,6 +1,7 @@
 // Browser tasks on the chat page: a view's cards (chat-task-card.js), one per proposal.
 // State comes from the list endpoint (on load) and then from durable events in sequence
-// order; events at or below the list's sequence were already in it.
+// order; events at or below the list's sequence were already in it. A task's record (its
+// steps and the owner's answers) comes the same way, so a reload shows all of it again.
 import { TaskCard } from "./chat-task-card.js";
 
 // Error codes of the task frames: an error frame with one of these answers a card, not a message.
@@ -97,7 +98,12 @@ export class BrowserTasks {
       }
       case "critical_point.resolved": {
         const card = this.byTask.get(data.task_id);
-        if (card) card.resolved(data.critical_point_id);
+        if (card) card.resolved(data.critical_point_id, data);
+        break;
+      }
+      case "browser_task.step": {
+        const card = this.byTask.get(data.task_id);
+        if (card && data.step) card.setStep(data.step);
         break;
       }
       case "browser_task.finished": {

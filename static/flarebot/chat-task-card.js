@@ -1,8 +1,9 @@
 // One browser task's card, from its proposal's readback (Start, Dismiss) through its
-// progress and questions (chat-task-views.js) to its outcome. `tasks` (chat-browser-tasks.js)
-// sends its frames. Every text shown goes into text nodes only.
+// progress and questions (chat-task-views.js) to its outcome, with its record: every step
+// and every answer, open while the task runs and collapsed (a disclosure) once it ended.
+// `tasks` (chat-browser-tasks.js) sends its frames. Every text shown goes into text nodes only.
 import { button, el } from "./dom.js";
-import { questionNodes, readbackView } from "./chat-task-views.js";
+import { questionNodes, readbackView, recordNodes } from "./chat-task-views.js";
 
 const PROGRESS_TOTAL_FALLBACK = 40;
 const STATUS_TEXT = {
@@ -15,6 +16,10 @@ const STATUS_TEXT = {
   failed: "Failed",
   cancelled: "Cancelled",
 };
+// A task's own statuses where a proposal's read differently ("superseded": by the owner's correction).
+const TASK_STATUS_TEXT = { ...STATUS_TEXT, superseded: "Superseded by your correction" };
+const OUTCOME_TEXT = { completed: "Completed", failed: "Failed", cancelled: "Cancelled", superseded: "Superseded" };
+const ENDED = new Set(Object.keys(OUTCOME_TEXT));
 
 export class TaskCard {
   constructor(tasks, proposalId) {
@@ -29,6 +34,10 @@ export class TaskCard {
     this.summary = "";
     this.frame = null; // the latest live-view picture {image, width, height}
     this.busy = false;
+    this.steps = new Map(); // step number -> the record's step
+    this.questions = new Map(); // critical point id -> the record's question (with the answer)
+    this.recordChanged = true;
+    this.recordOpen = null; // the owner's choice once they toggle it; else open only while unfinished
 
     this.el = el("section", "task-card");
     this.el.dataset.proposalId = proposalId;
@@ -44,8 +53,21 @@ export class TaskCard {
     this.outcome = el("p", "task-outcome");
     this.error = el("p", "task-error");
     this.error.setAttribute("role", "alert");
-    this.el.append(this.head, this.readback, this.controls, this.progressEl, this.question, this.outcome, this.error);
+    this.record = el("details", "task-record");
+    this.recordSummary = el("summary", "task-record-summary");
+    this.recordList = el("ol", "task-steps");
+    this.record.append(this.recordSummary, this.recordList);
+    this.record.addEventListener("toggle", () => {
+      this.recordOpen = this.record.open;
+    });
+    this.el.append(
+      this.head, this.readback, this.controls, this.progressEl, this.question, this.outcome, this.record, this.error,
+    );
     this.render();
+  }
+
+  get ended() {
+    return ENDED.has(this.status);
   }
 
   get unfinished() {
@@ -61,7 +83,7 @@ export class TaskCard {
   render() {
     const status = this.status || this.proposalStatus;
     this.el.dataset.status = status;
-    this.state.textContent = STATUS_TEXT[status] || status;
+    this.state.textContent = (this.status ? TASK_STATUS_TEXT : STATUS_TEXT)[status] || status;
     this.renderReadback();
     this.renderControls();
     const progress = this.unfinished && this.status !== "paused" && this.progress ? this.progress : null;
@@ -72,11 +94,26 @@ export class TaskCard {
       this.progressEl.textContent = `${progress.message || "Working"}${counts}`;
     }
     this.renderQuestion();
-    const ended = ["completed", "failed", "cancelled"].includes(this.status);
+    const ended = this.ended;
     this.outcome.hidden = !ended;
-    this.outcome.textContent = ended ? `${STATUS_TEXT[this.status]}: ${this.summary}` : "";
+    this.outcome.textContent = ended ? `${OUTCOME_TEXT[this.status]}: ${this.summary}` : "";
+    this.renderRecord();
     this.error.hidden = !this.error.textContent;
     this.tasks.changed();
+  }
+
+  renderRecord() {
+    const steps = this.steps.size;
+    const questions = this.questions.size;
+    this.record.hidden = !this.taskId || (!steps && !questions);
+    const open = this.recordOpen === null ? !this.ended : this.recordOpen;
+    if (this.record.open !== open) this.record.open = open;
+    if (!this.recordChanged) return;
+    this.recordChanged = false;
+    const counts = [`${steps} ${steps === 1 ? "step" : "steps"}`];
+    if (questions) counts.push(`${questions} ${questions === 1 ? "question" : "questions"}`);
+    this.recordSummary.textContent = `Steps and answers (${counts.join(", ")})`;
+    this.recordList.replaceChildren(...recordNodes(this));
   }
 
   renderReadback() {
@@ -183,7 +220,13 @@ export class TaskCard {
   // --- state from the server ----------------------------------------------------------
 
   setProposal(proposal, status) {
-    this.proposal = { goal: proposal.goal, start_url: proposal.start_url, restrictions: proposal.restrictions || [] };
+    this.proposal = {
+      goal: proposal.goal,
+      start_url: proposal.start_url,
+      restrictions: proposal.restrictions || [],
+      corrects_task_id: proposal.corrects_task_id || null,
+      carried_restrictions: proposal.carried_restrictions || [],
+    };
     if (status) this.proposalStatus = status;
     this.render();
   }
@@ -208,19 +251,40 @@ export class TaskCard {
     this.status = task.status;
     this.point = task.open_critical_point;
     this.summary = task.summary || "";
+    this.steps = new Map((task.steps || []).map((step) => [step.number, step]));
+    this.questions = new Map((task.questions || []).map((question) => [question.critical_point_id, question]));
+    this.recordChanged = true;
+    this.render();
+  }
+
+  setStep(step) {
+    this.steps.set(step.number, step);
+    this.recordChanged = true;
     this.render();
   }
 
   opened(point) {
     this.status = "paused";
     this.point = point;
+    this.questions.set(point.critical_point_id, { ...point, state: "open", answer: null, resolved_at: null });
+    this.recordChanged = true;
     this.frame = null;
     this.busy = false;
     this.error.textContent = "";
     this.render();
   }
 
-  resolved(pointId) {
+  resolved(pointId, data) {
+    const question = this.questions.get(pointId);
+    if (question) {
+      this.questions.set(pointId, {
+        ...question,
+        state: "resolved",
+        answer: (data && data.answer) || null,
+        resolved_at: (data && data.resolved_at) || null,
+      });
+      this.recordChanged = true;
+    }
     if (this.point && this.point.critical_point_id === pointId) {
       this.point = null;
       this.frame = null;
@@ -233,6 +297,11 @@ export class TaskCard {
   finished(outcome, summary) {
     this.status = outcome;
     this.summary = summary || "";
+    this.recordOpen = null; // collapsed once it ended, whatever it was while it ran
+    for (const [id, question] of this.questions) {
+      if (question.state === "open") this.questions.set(id, { ...question, state: "void" });
+    }
+    this.recordChanged = true;
     this.point = null;
     this.frame = null;
     this.busy = false;

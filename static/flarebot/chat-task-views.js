@@ -1,6 +1,24 @@
-// A browser task card's readback and open question (a held action, an email consent, a
-// sign-in through the live view, a question); the owner's answers go to the card.
-import { button, el } from "./dom.js";
+// A browser task card's readback, open question (a held action, an email consent, a
+// sign-in through the live view, a question) and record (its steps, each question with the
+// owner's answer); the owner's answers go to the card. Text nodes only.
+import { button, el, localTime } from "./dom.js";
+
+const CORRECTS = "The unfinished browser task above: Start ends it and carries on from its page (on the same site).";
+
+// What Approve and Deny send as the owner's words beside their decision.
+const APPROVED = "Approved.";
+const DENIED = "Denied: do not do this.";
+
+const OUTCOME_TEXT = {
+  running: "Doing it now",
+  done: "Done",
+  failed: "Failed",
+  refused: "Refused",
+  interrupted: "Interrupted",
+  cancelled: "Stopped",
+  asked: "Waiting for your answer",
+  answered: "Answered",
+};
 
 // Named keys forwarded to a sign-in page; other single characters go as text.
 const NAMED_KEYS = new Set([
@@ -8,7 +26,7 @@ const NAMED_KEYS = new Set([
   "Home", "End", "PageUp", "PageDown",
 ]);
 
-/** The proposal's goal, start page and restrictions. */
+/** The proposal's goal, start page and restrictions; a correction's carried-over restrictions are marked. */
 export function readbackView(proposal) {
   const list = el("dl", "task-fields");
   const field = (name, value) => {
@@ -16,10 +34,21 @@ export function readbackView(proposal) {
     list.append(el("dt", "", name), detail);
     return detail;
   };
+  if (proposal.corrects_task_id) {
+    field("Corrects", CORRECTS).classList.add("task-corrects");
+  }
   field("Goal", proposal.goal).classList.add("task-goal");
   field("Start page", proposal.start_url).classList.add("task-url");
   const restrictions = el("ul", "task-restrictions");
-  for (const restriction of proposal.restrictions || []) restrictions.append(el("li", "", restriction));
+  const carried = (proposal.carried_restrictions || []).length; // they lead the list
+  (proposal.restrictions || []).forEach((restriction, index) => {
+    const item = el("li", "", restriction);
+    if (index < carried) {
+      item.classList.add("task-carried");
+      item.append(" ", el("span", "task-carried-badge", "carried over"));
+    }
+    restrictions.append(item);
+  });
   if (!restrictions.children.length) restrictions.append(el("li", "muted", "None"));
   field("Restrictions").append(restrictions);
   return list;
@@ -40,14 +69,16 @@ export function questionNodes(card, point) {
     nodes.push(list);
   }
   if (point.kind === "confirm") {
+    // Approve and Deny decide (`approve`); the words beside them only tell the task's model.
     const decision = el("div", "task-decision");
     decision.append(
-      button("Approve", "primary task-approve", () => card.reply("Approved.", true)),
-      button("Deny", "danger task-deny", () => card.reply("Denied: do not do this.", false)),
+      button("Approve", "primary task-approve", () => card.reply(APPROVED, true)),
+      button("Deny", "danger task-deny", () => card.reply(DENIED, false)),
     );
-    nodes.push(decision);
-  }
-  if (point.kind === "email_consent") {
+    const reply = el("div", "task-reply");
+    reply.append(decision, answerForm(card, point));
+    nodes.push(reply);
+  } else if (point.kind === "email_consent") {
     nodes.push(
       button("Yes, send it", "primary task-consent-yes", () => card.consent(true)),
       button("No", "task-consent-no", () => card.consent(false)),
@@ -114,4 +145,81 @@ function liveView(card) {
     event.preventDefault();
   });
   return box;
+}
+
+/** The record's list items: each step (action, element, page, outcome) with its question and answer. */
+export function recordNodes(card) {
+  const steps = [...card.steps.values()].sort((a, b) => a.number - b.number);
+  const asked = new Set();
+  const items = steps.map((step) => {
+    const item = el("li", "task-step");
+    item.dataset.outcome = step.outcome;
+    const head = el("div", "task-step-head");
+    head.append(
+      el("span", "task-step-text", step.description),
+      el("span", "task-step-outcome", outcomeText(card, step)),
+    );
+    const facts = el("div", "task-step-facts");
+    facts.append(el("span", "task-step-action", step.action));
+    if (step.element) {
+      const { number, role, name } = step.element;
+      facts.append(el("span", "task-step-element", `element ${number}: ${role}${name ? ` "${name}"` : ""}`));
+    }
+    if (step.page) facts.append(el("span", "task-step-page", step.page));
+    item.append(head, facts);
+    const question = step.critical_point_id && card.questions.get(step.critical_point_id);
+    if (question) {
+      asked.add(question.critical_point_id);
+      item.append(questionRecord(question));
+    }
+    return item;
+  });
+  // A question no step names (never expected) is still part of the record.
+  for (const question of card.questions.values()) {
+    if (asked.has(question.critical_point_id)) continue;
+    const item = el("li", "task-step");
+    item.append(questionRecord(question));
+    items.push(item);
+  }
+  return items;
+}
+
+function outcomeText(card, step) {
+  if (step.outcome === "asked" && card.ended) return "Not answered";
+  return OUTCOME_TEXT[step.outcome] || step.outcome;
+}
+
+function questionRecord(question) {
+  const box = el("div", "task-record-question");
+  box.dataset.kind = question.kind;
+  box.dataset.state = question.state;
+  box.append(el("p", "task-record-asked", question.question));
+  if (question.action && question.action.description) {
+    box.append(el("p", "task-record-held", `Held: ${question.action.description}`));
+  }
+  const answer = el("p", "task-record-answer");
+  answer.append(el("span", "task-record-answer-text", answerText(question)));
+  if (question.state === "resolved" && question.resolved_at) {
+    answer.append(" · ", localTime(question.resolved_at));
+  }
+  box.append(answer);
+  return box;
+}
+
+function answerText(question) {
+  if (question.state === "open") return "Waiting for your answer";
+  if (question.state !== "resolved" || !question.answer) return "Not answered: the task ended first";
+  const { response, approve, consent } = question.answer;
+  switch (question.kind) {
+    case "confirm":
+      if (approve === true) return `You approved: “${response}”`;
+      if (approve === false) return `You denied: “${response}”`;
+      return `You answered in words (not an approval): “${response}”`;
+    case "email_consent":
+      return consent ? "You consented to sending" : "You did not consent";
+    case "sign_in":
+      return "You signed in and continued";
+    default:
+      return `You answered: “${response}”`;
+  }
 }

@@ -12,10 +12,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, FloatRect, Locator, Page, expect
 
 from conversations.models import BrowserTask, CriticalPoint, Event, Message
-from tests.e2e.chat_support import open_conversation, send
+from tests.e2e.chat_support import no_sideways_scroll, open_conversation, send
 from tests.e2e.conftest import screenshot
 from tests.support.browser_tasks import page_sent, step, task_requests
 from tests.support.fake_providers import Call, FakeProviders, Text
@@ -256,3 +256,186 @@ def test_stop_cancels_a_running_task_and_the_card_says_so_from_its_outcome(
     expect(card.locator(".task-state")).to_have_text("Cancelled")
     expect(page.locator("#stop")).to_be_hidden()
     assert web.cart == []
+
+
+WIDTHS = [pytest.param(width, id=f"{width}px") for width in (1280, 375)]
+
+
+def boxes_within(card: Locator, *parts: Locator) -> list[FloatRect]:
+    """Each part's box, asserting it lies inside the card (nothing cut off or pushed out sideways)."""
+    outer = card.bounding_box()
+    assert outer is not None
+    found = []
+    for part in parts:
+        box = part.bounding_box()
+        assert box is not None
+        assert outer["x"] - 1 <= box["x"], box
+        assert box["x"] + box["width"] <= outer["x"] + outer["width"] + 1, box
+        found.append(box)
+    return found
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_finished_cards_record_keeps_steps_and_answers_collapsed_and_a_reload_shows_it_again(
+    chat_page: Page,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+    web: FixtureWeb,
+    width: int,
+) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": width, "height": 800})
+    conversation_id = live_owner.create_conversation("Record")
+    open_conversation(page, conversation_id)
+    card = propose(page, fake_providers, goal="Buy one blue kettle.", start_url=web.url("/shop"), restrictions=[])
+    fake_providers.script(step("click", element=1))
+    card.get_by_role("button", name="Start").click()
+
+    # A held action: Approve and Deny beside the free-text answer, all inside the card.
+    approve, deny = card.get_by_role("button", name="Approve"), card.get_by_role("button", name="Deny")
+    expect(approve).to_be_visible(timeout=TASK_MS)
+    words = card.get_by_label("Your answer")
+    expect(words).to_have_attribute("placeholder", "Or say what to do instead (this does not approve)")
+    approve_box, deny_box, words_box = boxes_within(card, approve, deny, words)
+    assert approve_box["x"] + approve_box["width"] <= deny_box["x"]  # side by side
+    if width >= 1280:  # wide: the answer box is on the buttons' row, beside them
+        assert deny_box["x"] + deny_box["width"] <= words_box["x"]
+        assert words_box["y"] < deny_box["y"] + deny_box["height"]
+    no_sideways_scroll(page)
+    screenshot(page, f"browser-task-approve-deny-{width}")
+    added = open_point_id()
+    fake_providers.script(
+        step("click", element=1, critical_point_id=added), step("click", element=2), step("click", element=1)
+    )
+    approve.click()
+
+    expect(card.locator(".task-held")).to_have_text(
+        f"Held: Clicking 'Place order' on 127.0.0.1:{web.port}", timeout=TASK_MS
+    )
+    order = open_point_id()
+    fake_providers.script(step("ask_owner", question="Keep the kettle in the cart?"))
+    card.get_by_role("button", name="Deny").click()
+
+    expect(card.locator(".task-question-text")).to_have_text("Keep the kettle in the cart?", timeout=TASK_MS)
+    assert web.orders == []
+    denied = CriticalPoint.objects.get(id=order)
+    assert (denied.approved, denied.response) == (False, "Denied: do not do this.")
+    # While the task runs, its record is open and grows.
+    record = card.locator("details.task-record")
+    expect(record).to_have_attribute("open", "")
+    expect(record.locator(".task-step")).to_have_count(5)
+    fake_providers.script(step("finish", outcome="failed", summary="Not ordered: you denied the order."))
+    card.get_by_label("Your answer").fill("Yes, keep it.")
+    card.get_by_role("button", name="Answer").click()
+    expect(card.locator(".task-outcome")).to_have_text("Failed: Not ordered: you denied the order.", timeout=TASK_MS)
+
+    host = f"127.0.0.1:{web.port}"
+    steps = [
+        f"Clicking 'Add to cart' on {host}",
+        f"Clicking 'Add to cart' on {host}",
+        f"Clicking 'View cart' on {host}",
+        f"Clicking 'Place order' on {host}",
+        "Asking you a question",
+    ]
+    answers = [
+        "You approved: “Approved.”",
+        "You denied: “Denied: do not do this.”",
+        "You answered: “Yes, keep it.”",
+    ]
+
+    def record_shows_everything(record: Locator) -> None:
+        summary = record.locator("summary")
+        expect(summary).to_have_text("Steps and answers (5 steps, 3 questions)")
+        expect(record).not_to_have_attribute("open", "")  # collapsed once the task ended
+        expect(record.locator(".task-steps")).to_be_hidden()
+        summary.click()
+        expect(record.locator(".task-step-text")).to_have_text(steps)
+        expect(record.locator(".task-step-outcome")).to_have_text(["Answered", "Done", "Done", "Answered", "Answered"])
+        expect(record.locator(".task-step-element").first).to_have_text('element 1: button "Add to cart"')
+        expect(record.locator(".task-step-page")).to_have_text([web.url("/shop")] * 3 + [web.url("/shop/cart")] * 2)
+        expect(record.locator(".task-record-answer-text")).to_have_text(answers)
+        expect(record.locator(".task-record-answer time")).to_have_count(3)
+        expect(record.locator(".task-record-held").nth(1)).to_have_text(f"Held: Clicking 'Place order' on {host}")
+        boxes_within(card, record.locator(".task-steps"))
+
+    record_shows_everything(card.locator("details.task-record"))
+    no_sideways_scroll(page)
+    screenshot(page, f"browser-task-record-{width}")
+
+    page.reload()
+    card = page.locator(".task-card")
+    expect(card.locator(".task-outcome")).to_have_text("Failed: Not ordered: you denied the order.")
+    record_shows_everything(card.locator("details.task-record"))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_correction_carries_the_restrictions_over_and_its_start_supersedes_the_paused_task(
+    chat_page: Page,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+    web: FixtureWeb,
+    width: int,
+) -> None:
+    page = chat_page
+    page.set_viewport_size({"width": width, "height": 800})
+    conversation_id = live_owner.create_conversation("Correction")
+    open_conversation(page, conversation_id)
+    propose(
+        page, fake_providers, goal="Buy one blue kettle.", start_url=web.url("/shop"), restrictions=["At most 30 EUR."]
+    )
+    first = page.locator(".task-card").first
+    fake_providers.script(step("click", element=2), step("ask_owner", question="Which size?"))
+    first.get_by_role("button", name="Start").click()
+    expect(first.locator(".task-question-text")).to_have_text("Which size?", timeout=TASK_MS)
+
+    # The owner corrects the task in the chat; the model forgets the budget, which is carried over.
+    propose(
+        page, fake_providers, goal="Buy one red kettle.", start_url=web.url("/shop"), restrictions=["Red, not blue."]
+    )
+    expect(page.locator(".task-card")).to_have_count(2)
+    correction = page.locator(".task-card").nth(1)
+    expect(correction.locator(".task-corrects")).to_contain_text("The unfinished browser task above")
+    expect(correction.locator(".task-restrictions li")).to_have_text(["At most 30 EUR. carried over", "Red, not blue."])
+    expect(correction.locator(".task-restrictions li.task-carried")).to_have_text(["At most 30 EUR. carried over"])
+    expect(first.locator(".task-state")).to_have_text("Waiting for your answer")  # nothing changed yet
+    no_sideways_scroll(page)
+    screenshot(page, f"browser-task-correction-{width}")
+
+    fake_providers.script(step("finish", outcome="completed", summary="The cart page shows one kettle."))
+    correction.get_by_role("button", name="Start").click()
+
+    expect(first.locator(".task-state")).to_have_text("Superseded by your correction", timeout=TASK_MS)
+    expect(first.locator(".task-outcome")).to_have_text(
+        "Superseded: The owner corrected the task; the corrected task continues in its place."
+    )
+    expect(first.locator(".task-question")).to_be_hidden()
+    expect(correction.locator(".task-outcome")).to_have_text(
+        "Completed: The cart page shows one kettle.", timeout=TASK_MS
+    )
+    expect(page.locator(".msg.assistant .md", has_text="Browser task superseded.")).to_have_count(1)
+    tasks = list(BrowserTask.objects.order_by("created_at"))
+    assert [t.status for t in tasks] == ["superseded", "completed"]
+    assert tasks[1].restrictions == ["At most 30 EUR.", "Red, not blue."]
+    continued = page_sent(task_requests(fake_providers)[-1])
+    assert "Your cart" in continued  # it went on from the paused task's page, not from the shop
+
+    def superseded_card_keeps_its_steps(card: Locator) -> None:
+        record = card.locator("details.task-record")
+        expect(record).not_to_have_attribute("open", "")
+        record.locator("summary").click()
+        expect(record.locator(".task-step-text")).to_have_text(
+            [f"Clicking 'View cart' on 127.0.0.1:{web.port}", "Asking you a question"]
+        )
+        expect(record.locator(".task-record-answer-text")).to_have_text(["Not answered: the task ended first"])
+
+    superseded_card_keeps_its_steps(first)
+    screenshot(page, f"browser-task-superseded-{width}")
+    page.reload()
+    cards = page.locator(".task-card")
+    expect(cards).to_have_count(2)
+    expect(cards.first.locator(".task-state")).to_have_text("Superseded by your correction")
+    superseded_card_keeps_its_steps(cards.first)
+    expect(cards.last.locator(".task-restrictions li.task-carried")).to_have_text(["At most 30 EUR. carried over"])
+    expect(cards.last.locator(".task-state")).to_have_text("Completed")

@@ -136,7 +136,12 @@ def task_requests(fake_providers: FakeProviders) -> list[Recorded]:
 
 
 def paused_task(
-    conversation_id: uuid.UUID, *, kind: str = "question", question: str = "Which size?", start_url: str = ""
+    conversation_id: uuid.UUID,
+    *,
+    kind: str = "question",
+    question: str = "Which size?",
+    start_url: str = "",
+    restrictions: list[str] | None = None,
 ) -> tuple[BrowserTask, CriticalPoint]:
     """A started task paused at a critical point of `kind`, without a browser (synchronous)."""
     proposal = services.browser_task_propose(
@@ -145,7 +150,7 @@ def paused_task(
         tool_call_id=f"call-{next(_ids)}",
         goal="Buy a kettle.",
         start_url=start_url or "https://shop.example/",
-        restrictions=["At most 30 EUR."],
+        restrictions=["At most 30 EUR."] if restrictions is None else restrictions,
     )
     task = services.browser_task_start(conversation_id=conversation_id, proposal_id=proposal.id)
     claim = lifecycle.browser_task_claim(task_id=task.id)

@@ -19,6 +19,7 @@ work), then the release of its browser context.
 - `end`: the terminal outcome and its projection.
 - `recovery`: reconciliation, and the stop of a deleted conversation's tasks.
 - `card`, `checkpoint`: the task's activity card; its sealed browser state.
+- `record`: the task's record as the owner sees it (its steps, each question and answer).
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ from __future__ import annotations
 from conversations.browser_tasks.lifecycle.answer import task_resume_with
 from conversations.browser_tasks.lifecycle.card import MAX_ACTIONS, task_card_events
 from conversations.browser_tasks.lifecycle.checkpoint import browser_task_storage_state, storage_seal
-from conversations.browser_tasks.lifecycle.end import CANCELLED_SUMMARY, browser_task_project, task_end_locked
+from conversations.browser_tasks.lifecycle.end import (
+    CANCELLED_SUMMARY,
+    SUPERSEDED_SUMMARY,
+    browser_task_project,
+    task_end_locked,
+)
 from conversations.browser_tasks.lifecycle.lease import (
     LEASE_RENEW_SECONDS,
     MAX_RUNNING,
@@ -56,6 +62,7 @@ __all__ = [
     "LEASE_RENEW_SECONDS",
     "MAX_ACTIONS",
     "MAX_RUNNING",
+    "SUPERSEDED_SUMMARY",
     "Pause",
     "Progress",
     "TaskClaim",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conversations.browser_tasks.lifecycle.record import step_events
+from conversations.events import NewEvent
 from conversations.models import BrowserTask, BrowserTaskStatus, CriticalPoint, CriticalPointKind
 from tools.browser_tasks.guard import request_signature
 
@@ -75,14 +77,19 @@ def _answer_result(point: CriticalPoint) -> dict[str, Any]:
     return result
 
 
-def task_resume_with(task: BrowserTask, point: CriticalPoint) -> None:
-    """Give a locked paused task the owner's answer (the paused step's result) and make it runnable."""
+def task_resume_with(task: BrowserTask, point: CriticalPoint) -> list[NewEvent]:
+    """Give a locked paused task the owner's answer (the paused step's result) and make it runnable.
+
+    Returns the events of the record's steps that changed (the paused one is now answered).
+    """
     result = _answer_result(point)
+    before = task.steps
     task.steps = [
-        {**step, "result": result} if step.get("critical_point_id") == str(point.id) else step for step in task.steps
+        {**step, "result": result} if step.get("critical_point_id") == str(point.id) else step for step in before
     ]
     task.authorization = _authorization(task, point)
     task.status = BrowserTaskStatus.RUNNING
     task.lease_token = ""
     task.lease_expires_at = None
     task.save()
+    return step_events(task.id, before, task.steps)

@@ -18,6 +18,7 @@ _CARD_STATUS = {
     BrowserTaskStatus.COMPLETED: ActivityStatus.SUCCEEDED,
     BrowserTaskStatus.FAILED: ActivityStatus.FAILED,
     BrowserTaskStatus.CANCELLED: ActivityStatus.CANCELLED,
+    BrowserTaskStatus.SUPERSEDED: ActivityStatus.CANCELLED,  # stopped for the owner's correction
 }
 
 

@@ -34,11 +34,13 @@ from tools.web.leases import browser_leases_request_close
 logger = logging.getLogger(__name__)
 
 CANCELLED_SUMMARY = "The owner cancelled the browser task."
+SUPERSEDED_SUMMARY = "The owner corrected the task; the corrected task continues in its place."
 PROJECTION_NAMESPACE = uuid.UUID("0b5f6c1e-7d1c-4f55-9a1e-4a3f2b6d9c10")
 _OUTCOME_TITLE = {
     BrowserTaskStatus.COMPLETED: "Browser task completed.",
     BrowserTaskStatus.FAILED: "Browser task failed.",
     BrowserTaskStatus.CANCELLED: "Browser task cancelled.",
+    BrowserTaskStatus.SUPERSEDED: "Browser task superseded.",
 }
 
 

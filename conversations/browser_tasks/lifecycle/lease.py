@@ -19,7 +19,9 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from conversations.browser_tasks.lifecycle.end import task_end_locked
+from conversations.browser_tasks.lifecycle.record import step_events
 from conversations.errors import LeaseLost
+from conversations.eventlog import events_append_published
 from conversations.models import BrowserTask, BrowserTaskStatus, Conversation, ConversationState
 
 LEASE = timedelta(seconds=15)
@@ -104,6 +106,9 @@ def browser_task_claim(*, task_id: uuid.UUID) -> TaskClaim | None:
         ]
         if steps != task.steps:
             BrowserTask.objects.filter(id=task_id).update(steps=steps)
+            events_append_published(
+                conversation_id=task.conversation_id, events=step_events(task.id, task.steps, steps)
+            )
     return TaskClaim(
         task_id=task.id,
         conversation_id=task.conversation_id,

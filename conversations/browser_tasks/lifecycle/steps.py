@@ -17,10 +17,12 @@ from conversations.browser_tasks.lifecycle.card import task_card_events
 from conversations.browser_tasks.lifecycle.checkpoint import storage_seal
 from conversations.browser_tasks.lifecycle.end import task_end_locked
 from conversations.browser_tasks.lifecycle.lease import task_lock_owned
+from conversations.browser_tasks.lifecycle.record import step_events
 from conversations.errors import LeaseLost
 from conversations.eventlog import events_append_published
-from conversations.events import critical_point_opened
+from conversations.events import NewEvent, critical_point_opened
 from conversations.models import BrowserTaskStatus, CriticalPoint
+from flarebot.core.times import iso
 
 
 @dataclass
@@ -40,6 +42,7 @@ def browser_task_step_record(
     """Store the attempt's steps so far (and the card's current step); LeaseLost if it is no longer ours."""
     with transaction.atomic():
         task = task_lock_owned(task_id, lease_token)
+        events: list[NewEvent] = step_events(task.id, task.steps, progress.steps)
         task.steps = progress.steps
         task.actions = progress.actions
         task.running_ms = progress.running_ms
@@ -47,7 +50,9 @@ def browser_task_step_record(
         task.authorization = progress.authorization
         task.save(update_fields=["steps", "actions", "running_ms", "current_url", "authorization", "updated_at"])
         if card is not None:
-            events_append_published(conversation_id=task.conversation_id, events=task_card_events(task, progress=card))
+            events += task_card_events(task, progress=card)
+        if events:
+            events_append_published(conversation_id=task.conversation_id, events=events)
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,8 @@ def browser_task_pause(
     sealed = storage_seal(storage_state) if storage_state is not None else None
     with transaction.atomic():
         task = task_lock_owned(task_id, lease_token)
-        CriticalPoint.objects.create(
+        steps = step_events(task.id, task.steps, progress.steps)
+        point = CriticalPoint.objects.create(
             id=point_id,
             task=task,
             kind=pause.kind,
@@ -91,10 +97,15 @@ def browser_task_pause(
             task.storage_sealed = sealed
         task.save()
         opened = critical_point_opened(
-            task_id=task.id, critical_point_id=point_id, kind=pause.kind, question=pause.question, action=pause.action
+            task_id=task.id,
+            critical_point_id=point_id,
+            kind=pause.kind,
+            question=pause.question,
+            action=pause.action,
+            created_at=iso(point.created_at),
         )
         card = task_card_events(task, progress="Waiting for your answer")
-        events_append_published(conversation_id=task.conversation_id, events=[opened, *card])
+        events_append_published(conversation_id=task.conversation_id, events=[*steps, opened, *card])
 
 
 def browser_task_finish(*, task_id: uuid.UUID, lease_token: str, status: str, summary: str) -> bool:

@@ -33,6 +33,15 @@ from tools.web.sources import host_of
 _VALIDATORS = {name: Draft202012Validator(schema) for name, schema in SCHEMAS.items()}
 
 
+_ASKING = {
+    "ask_owner": "Asking you a question",
+    "request_sign_in": "Asking you to sign in",
+    "request_email_consent": "Asking your consent to send",
+}
+_ON_ELEMENT = ("click", "type", "select", "request_email_consent")
+PAGE_MAX = 2_048  # of a page's address in the record
+
+
 def _element_description(name: str, element: Element | None, host: str) -> str:
     label = f"'{element.name}'" if element is not None and element.name else "an element"
     verb = {"click": "Clicking", "type": "Typing into", "select": "Choosing an option of"}[name]
@@ -51,7 +60,23 @@ def describe(name: str, data: dict[str, Any], observation: Observation | None) -
         return f"Scrolling {data.get('direction', 'down')} on {host}" if host else "Scrolling"
     if name == "wait":
         return f"Waiting {data.get('seconds', 1)} s"
-    return "Waiting for your answer"
+    return _ASKING.get(name, "Waiting for your answer")
+
+
+def shown(name: str, data: dict[str, Any], observation: Observation | None, url: str) -> dict[str, Any]:
+    """What the task's record keeps of a step (`lifecycle.record`): its description, element and page.
+
+    The element as the page named it, the page the step acted on (for go_to the address it
+    opens); never the step's typed text.
+    """
+    number = data.get("element") if name in _ON_ELEMENT else None
+    element = observation.element(number) if observation is not None and isinstance(number, int) else None
+    page = str(data.get("url", "")) if name == "go_to" else (observation.url if observation is not None else url)
+    return {
+        "description": describe(name, data, observation),
+        "element": {"number": element.number, "role": element.role, "name": element.name} if element else None,
+        "page": page[:PAGE_MAX],
+    }
 
 
 class Acting(Attempt):
@@ -69,6 +94,7 @@ class Acting(Attempt):
         if error is not None:
             return await self._refuse(step, f"Invalid input at {error.json_path}: {error.message}"[:500])
         data = call.input
+        step["shown"] = shown(call.name, data, observation, self.url)
         if call.name == "finish":
             step["result"] = {"ok": True}
             self.steps.append(step)

@@ -51,6 +51,11 @@ MODEL_ATTEMPTS = 3
 NUDGES_MAX = 3  # answers in a row without a tool call before the task fails
 OLD_CONTEXT_WAIT = 20.0  # how long a restore waits for the old context's close to be confirmed
 RETRY_LATER = timedelta(seconds=15)
+CONTINUED_NOTE = (
+    "This task replaces an earlier task the owner corrected while it waited. The browser continues where that task "
+    "stopped: the same address and cookies, not every detail of the page (check what is already done, such as a "
+    "filled cart). Nothing the owner approved for the earlier task applies here."
+)
 # Runs started here by a wake request, kept referenced until they end.
 _woken: set[asyncio.Task[None]] = set()
 
@@ -142,7 +147,10 @@ class TaskRun(Acting):
                 await self.end(BrowserTaskStatus.FAILED, f"The start page could not be opened: {message}")
                 return False
             self.notes.append(f"Reopening the last page failed: {message}")
-        if restoring:
+        if restoring and not self.steps:
+            # A page without steps of its own: this task corrects a paused one and continues there.
+            self.notes.append(CONTINUED_NOTE)
+        elif restoring:
             self.notes.append(
                 "The browser was restored from the task's checkpoint: the same address and cookies, not every "
                 "detail of the page. Approvals given before no longer apply: a held action is asked again."

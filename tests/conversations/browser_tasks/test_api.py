@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+from conversations.browser_tasks import services
+from conversations.browser_tasks.services import Reply
 from conversations.models import BrowserTask, BrowserTaskProposal, Event
 from conversations.services import conversation_create
 from conversations.turns import turn_submit
@@ -70,7 +72,10 @@ def test_it_starts_a_proposal_with_202_and_lists_it(owner_client, conversation):
         "goal": proposal.goal,
         "start_url": proposal.start_url,
         "restrictions": proposal.restrictions,
+        "corrects_task_id": None,
+        "carried_restrictions": [],
     }
+    assert (item["steps"], item["questions"]) == ([], [])
     assert body["last_sequence"] == Event.objects.filter(conversation_id=conversation).count()
 
 
@@ -97,12 +102,28 @@ def test_a_superseded_proposal_is_refused_with_409(owner_client, conversation):
     assert not BrowserTask.objects.exists()
 
 
-def test_a_second_unfinished_task_is_refused_with_409(owner_client, conversation):
-    paused_task(conversation)
+def test_a_correction_of_a_running_task_is_refused_with_409(owner_client, conversation):
+    task, point = paused_task(conversation)
     newer = propose(conversation)
+    services.critical_point_answer(conversation_id=conversation, reply=Reply(str(point.id), response="Small."))
 
     assert_error(post(owner_client, tasks_path(conversation), {"proposal_id": str(newer.id)}), 409, "task_unfinished")
     assert BrowserTaskProposal.objects.get(id=newer.id).state == "proposed"
+    assert BrowserTask.objects.get(id=task.id).status == "running"
+
+
+def test_a_correction_of_a_paused_task_supersedes_it_with_202(owner_client, conversation):
+    task, _ = paused_task(conversation)
+    newer = propose(conversation)
+
+    response = post(owner_client, tasks_path(conversation), {"proposal_id": str(newer.id)})
+
+    assert response.status_code == 202
+    listed = {t["task_id"]: t for t in owner_client.get(tasks_path(conversation)).json()["tasks"]}
+    assert listed[str(task.id)]["status"] == "superseded"
+    assert listed[response.json()["task_id"]]["status"] == "running"
+    [correction] = [p for p in owner_client.get(tasks_path(conversation)).json()["proposals"] if p["corrects_task_id"]]
+    assert correction["carried_restrictions"] == ["At most 30 EUR."]
 
 
 @pytest.mark.parametrize(

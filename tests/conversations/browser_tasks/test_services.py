@@ -21,6 +21,7 @@ from conversations.models import (
 )
 from conversations.services import conversation_create
 from flarebot.core.errors import Conflict, InvalidInput, NotFound
+from flarebot.core.times import iso
 from tests.support.browser_tasks import paused_task
 from tests.support.engine import ask, assistant_parts, orm, tool_parts
 from tests.support.fake_providers import Call, Text
@@ -78,7 +79,12 @@ async def test_a_proposal_from_a_real_turn_starts_nothing(anthropic, fake_provid
         PROPOSAL["restrictions"],
     )
     proposed = await orm(lambda: last_event(conversation_id, "browser_task.proposed"))()
-    assert proposed == {"proposal_id": str(proposal.id), **PROPOSAL}
+    assert proposed == {
+        "proposal_id": str(proposal.id),
+        **PROPOSAL,
+        "corrects_task_id": None,
+        "carried_restrictions": [],
+    }
     assert not await orm(BrowserTask.objects.exists)()
     assert not await orm(BrowserLease.objects.exists)()
     assert "browser_task.started" not in await orm(kinds)(conversation_id)
@@ -204,6 +210,8 @@ def test_an_answer_is_stored_verbatim_acknowledged_and_given_to_the_paused_step(
     assert last_event(conversation, "critical_point.resolved") == {
         "task_id": str(task.id),
         "critical_point_id": str(point.id),
+        "answer": {"response": text, "approve": None, "consent": None},
+        "resolved_at": iso(point.resolved_at),
     }
 
 

@@ -12,6 +12,7 @@ from channels.layers import get_channel_layer
 from conversations.events import browser_input_group, conversation_group
 from conversations.models import BrowserTask, BrowserTaskProposal, CriticalPoint
 from conversations.services import conversation_create
+from flarebot.core.times import iso
 from tests.conversations.browser_tasks.test_services import propose
 from tests.conversations.test_consumers import (
     conversation_path,
@@ -109,7 +110,7 @@ async def test_an_answer_is_acknowledged_and_a_stale_or_unknown_one_refused(sock
     await replayed(socket)
 
     await send(socket, type="critical_point_response", critical_point_id=str(point.id), response="The red one.")
-    resolved, _card = await next_frames(socket, 2)
+    resolved, step, _card = await next_frames(socket, 3)
     await send(socket, type="critical_point_response", critical_point_id=str(point.id), response="The blue one.")
     await expect_error_frame(socket, "stale_critical_point")
     await send(socket, type="critical_point_response", critical_point_id=str(uuid.uuid4()), response="Yes")
@@ -117,9 +118,16 @@ async def test_an_answer_is_acknowledged_and_a_stale_or_unknown_one_refused(sock
     await send(socket, type="email_consent_response", critical_point_id="cp-1", consent=True)
     await expect_error_frame(socket, "unknown_critical_point")
 
-    assert resolved["event"] == "critical_point.resolved"
-    assert resolved["data"] == {"task_id": str(task.id), "critical_point_id": str(point.id)}
     stored = await orm(CriticalPoint.objects.get)(id=point.id)
+    assert resolved["event"] == "critical_point.resolved"
+    assert resolved["data"] == {
+        "task_id": str(task.id),
+        "critical_point_id": str(point.id),
+        "answer": {"response": "The red one.", "approve": None, "consent": None},
+        "resolved_at": iso(stored.resolved_at),
+    }
+    assert step["event"] == "browser_task.step"
+    assert (step["data"]["step"]["number"], step["data"]["step"]["outcome"]) == (1, "answered")
     assert stored.response == "The red one."
 
 
@@ -151,7 +159,7 @@ async def test_a_sign_in_continues_only_with_the_exact_continue(sockets, owner_s
     await replayed(socket)
 
     await send(socket, type="critical_point_response", critical_point_id=str(point.id), response="continue")
-    [resolved, _card] = await next_frames(socket, 2)
+    [resolved, _step, _card] = await next_frames(socket, 3)
 
     assert resolved["event"] == "critical_point.resolved"
 
@@ -224,7 +232,7 @@ async def test_browser_input_reaches_the_sign_in_page_only_while_its_point_is_op
 
     assert delivered == {"type": "browser.input", "critical_point_id": str(point.id), "input": typed}
     await send(socket, type="critical_point_response", critical_point_id=str(point.id), response="continue")
-    await next_frames(socket, 2)
+    await next_frames(socket, 3)
     await send(socket, type="browser_input", task_id=str(task.id), critical_point_id=str(point.id), input=typed)
     await expect_error_frame(socket, "stale_critical_point")
     await layer.group_discard(browser_input_group(task.id), listener)
@@ -305,7 +313,7 @@ async def test_an_answer_in_seed_004s_shape_names_its_own_conversation_as_sessio
         response="The red one.",
         session_id=str(conversation).upper(),
     )
-    resolved, _card = await next_frames(socket, 2)
+    resolved, _step, _card = await next_frames(socket, 3)
 
     assert resolved["event"] == "critical_point.resolved"
     assert (await orm(CriticalPoint.objects.get)(id=point.id)).response == "The red one."
@@ -323,6 +331,6 @@ async def test_an_email_consent_may_carry_session_id_too(sockets, owner_session,
         consent=False,
         session_id=str(conversation),
     )
-    resolved, _card = await next_frames(socket, 2)
+    resolved, _step, _card = await next_frames(socket, 3)
 
     assert resolved["event"] == "critical_point.resolved"
