@@ -18,7 +18,8 @@ from conversations.api import ConversationOutput
 from conversations.errors import ConversationNotFound
 from conversations.export import FORMATS, conversation_export
 from conversations.models import MessageRole, TurnStatus
-from conversations.serializers import message_json, turn_json
+from conversations.serializers import answer_versions_of, message_json, turn_json, versions_of_message
+from conversations.versions import branch_switch_published
 from conversations.write_proposals import messages_with_decisions
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import InvalidInput
@@ -46,6 +47,20 @@ class MessageSubmitInput(StrictSerializer):
 
     request_id = described(uuid_schema(lowercase=False), StringField())
     text = described(text_rule(max_utf16=turns.MAX_TEXT_UTF16, refused=r"\x00", description="No NUL."), StringField())
+    version_of = described(
+        uuid_schema(lowercase=False),
+        StringField(
+            required=False,
+            help_text=(
+                "An addition: send this as a new version of a shown turn's message (the same text answers it "
+                "again: Regenerate, Retry; another text edits it). 409 `branch_busy` while an answer is written."
+            ),
+        ),
+    )
+
+
+class BranchInput(StrictSerializer):
+    turn_id = described(uuid_schema(lowercase=False), StringField(help_text="A turn named in a `versions` list."))
 
 
 MessageOutput = inline_serializer(
@@ -58,6 +73,15 @@ MessageOutput = inline_serializer(
         ),
         "created_at": serializers.DateTimeField(),
         "turn_id": serializers.UUIDField(),
+        "versions": serializers.ListField(
+            child=serializers.UUIDField(),
+            required=False,
+            help_text=(
+                "An addition, in the transcript: the turns of this message's versions in order, its own among them "
+                "(for a user message, one per text sent here; for an answer, the answers to this message); empty "
+                "when it has one. `POST .../branch/` shows another."
+            ),
+        ),
     },
 )
 TranscriptOutput = inline_serializer(
@@ -76,6 +100,10 @@ TranscriptOutput = inline_serializer(
                         {"code": serializers.CharField(), "message": serializers.CharField()},
                         allow_null=True,
                         help_text="Why a failed turn failed; null otherwise.",
+                    ),
+                    "answer_versions": serializers.ListField(
+                        child=serializers.UUIDField(),
+                        help_text="An addition: the versions of this turn's answer (as its message's `versions`).",
                     ),
                 },
             )
@@ -177,13 +205,14 @@ class MessageListApi(APIView):
         snapshot = selectors.transcript_snapshot(conversation_id=parsed)
         if snapshot is None:
             raise ConversationNotFound()
-        messages = [message_json(m) for m in snapshot.messages]
+        versions = snapshot.versions
+        messages = [message_json(m) | {"versions": versions_of_message(m, versions)} for m in snapshot.messages]
         messages = messages_with_decisions(conversation_id=parsed, transcript=messages)
         return Response(
             {
                 "messages": messages,
                 "last_sequence": snapshot.last_sequence,
-                "turns": [turn_json(t) for t in snapshot.turns],
+                "turns": [turn_json(t) | {"answer_versions": answer_versions_of(t, versions)} for t in snapshot.turns],
             }
         )
 
@@ -196,8 +225,45 @@ class MessageListApi(APIView):
         body = MessageSubmitInput(data=request.data)
         body.is_valid(raise_exception=True)
         request_id = parse_uuid(body.validated_data["request_id"], what="request_id")
-        turn, _ = turns.turn_submit(conversation_id=parsed, request_id=request_id, text=body.validated_data["text"])
+        text, version_of = body.validated_data["text"], body.validated_data.get("version_of")
+        if version_of is None:
+            turn, _ = turns.turn_submit(conversation_id=parsed, request_id=request_id, text=text)
+        else:
+            turn = turns.turn_submit_version_published(
+                conversation_id=parsed,
+                request_id=request_id,
+                text=text,
+                version_of=parse_uuid(version_of, what="version_of"),
+            )
         return Response({"turn_id": str(turn.id)}, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(parameters=[path_id("conversation_id")])
+class BranchApi(APIView):
+    @extend_schema(
+        request=BranchInput,
+        description=(
+            "An addition: show the branch of versions through this turn (ending at its newest turn). Kept on the "
+            "server; the conversation's sockets receive `conversation.branch_switched`."
+        ),
+        responses={
+            200: inline_serializer("BranchShown", {"head_turn_id": serializers.UUIDField()}),
+            **errors(
+                *BODY_STATUSES,
+                404,
+                409,
+                e400="`invalid_turn`: not a message of this conversation; `invalid_id`.",
+                e409="`branch_busy`: an answer is being written; nothing changed.",
+            ),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        parsed = parse_uuid(conversation_id, what="conversation id")
+        body = BranchInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        turn_id = parse_uuid(body.validated_data["turn_id"], what="turn_id")
+        head = branch_switch_published(conversation_id=parsed, turn_id=turn_id)
+        return Response({"head_turn_id": str(head)})
 
 
 @extend_schema(parameters=[path_id("conversation_id")])

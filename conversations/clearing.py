@@ -84,7 +84,9 @@ def _history_remove(conversation_id: uuid.UUID) -> None:
     turns.filter(status__in=UNFINISHED).update(
         status=TurnStatus.CANCELLED, cancel_requested=True, finished_at=now, lease_token="", lease_expires_at=None
     )
-    turns.update(provider="", model="", error_code="", error_message="")
+    turns.update(provider="", model="", error_code="", error_message="", shown=False)
+    # What is sent next starts a new tree of versions.
+    Conversation.objects.filter(id=conversation_id).update(branch_head=None, branch_head_parent=None)
     SearchEntry.objects.filter(conversation_id=conversation_id, message__isnull=False).delete()
     Event.objects.filter(conversation_id=conversation_id).delete()
     Message.objects.filter(conversation_id=conversation_id).delete()

@@ -91,7 +91,14 @@ def _as_owner(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
 
 
 @_as_owner
-def _submit(conversation_id: uuid.UUID, request_id: str, text: str) -> turns.Submitted:
+def _submit(conversation_id: uuid.UUID, request_id: str, text: str, version_of: str | None) -> turns.Submitted:
+    if version_of is not None:
+        return turns.turn_submit_version_unpublished(
+            conversation_id=conversation_id,
+            request_id=uuid.UUID(request_id),
+            text=text,
+            version_of=uuid.UUID(version_of),
+        )
     return turns.turn_submit_unpublished(conversation_id=conversation_id, request_id=uuid.UUID(request_id), text=text)
 
 
@@ -268,7 +275,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         key, conversation_id = self.session_key, self.conversation_id
         frame_session_check(frame, conversation_id=conversation_id)
         if frame["type"] == "user_message":
-            submitted = await _submit(key, conversation_id, frame["request_id"], frame["text"])
+            submitted = await _submit(key, conversation_id, frame["request_id"], frame["text"], frame.get("version_of"))
             ack = {"type": "ack", "request_id": frame["request_id"].lower(), "turn_id": str(submitted.turn.id)}
             await self.send(text_data=json.dumps(ack))
             # Published from this loop: a thread hopping back here would wait on it.

@@ -38,6 +38,9 @@ class EventKind(enum.StrEnum):
     WRITE_PROPOSAL_UPDATED = "write_proposal.updated"
     # An addition: the owner cleared the history; every earlier event is gone, start over.
     CONVERSATION_CLEARED = "conversation.cleared"
+    # An addition: another branch of versions is shown (a switch, or a version added);
+    # `turn_id` is its newest turn. Clients load the transcript again.
+    CONVERSATION_BRANCH_SWITCHED = "conversation.branch_switched"
 
 
 # An event to append: its kind, the turn it belongs to (if any), and its data.

@@ -24,7 +24,7 @@ from urllib.parse import quote
 from django.utils import timezone
 
 from conversations.models import Conversation, Message, MessageRole
-from conversations.selectors import conversation_require_active
+from conversations.selectors import conversation_require_active, shown_messages
 from conversations.serializers import conversation_json, message_json
 from flarebot.core.errors import InvalidInput
 from flarebot.core.text import strip_disguising_characters
@@ -57,7 +57,7 @@ def conversation_export(*, conversation_id: uuid.UUID, fmt: str) -> ExportFile:
     if fmt not in FORMATS:
         raise InvalidInput("format: must be md or json.", code="invalid_format")
     conversation = conversation_require_active(conversation_id=conversation_id)
-    messages = list(Message.objects.filter(conversation_id=conversation_id).order_by("ordinal"))
+    messages = list(shown_messages(conversation_id=conversation_id))
     shown = [m for m in messages if m.role != MessageRole.ASSISTANT or m.parts]
     name = _file_name(conversation.name)
     if fmt == "json":

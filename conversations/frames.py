@@ -6,7 +6,7 @@ InvalidInput; the consumer answers with an error frame and changes nothing.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 from uuid import UUID
 
 from flarebot.core.errors import InvalidInput, TooLarge
@@ -22,6 +22,8 @@ class UserMessageFrame(TypedDict):
     type: Literal["user_message"]
     request_id: str
     text: str
+    # An addition: a new version of a shown turn's message (conversations.versions).
+    version_of: NotRequired[str]
 
 
 class CancelAgentFrame(TypedDict):
@@ -89,6 +91,7 @@ _FIELDS: dict[str, dict[str, type]] = {
 }
 # Fields a frame may leave out (additions to the contract: older clients do not send them).
 _OPTIONAL: dict[str, dict[str, type]] = {
+    "user_message": {"version_of": str},
     "critical_point_response": {"approve": bool, "session_id": str},
     "email_consent_response": {"session_id": str},
 }
@@ -121,6 +124,8 @@ def parse_client_frame(text_data: str | None, bytes_data: bytes | None) -> Clien
             raise InvalidInput(f"Field {name} has the wrong type.", code="invalid_frame")
     if kind == "user_message":
         _require_uuid(frame["request_id"], "request_id")
+        if "version_of" in frame:
+            _require_uuid(frame["version_of"], "version_of")
     elif kind in ("browser_task_confirm", "browser_task_dismiss"):
         _require_uuid(frame["proposal_id"], "proposal_id")
     elif kind == "browser_input":

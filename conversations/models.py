@@ -25,6 +25,11 @@ class Conversation(BaseModel):
     last_sequence = models.PositiveBigIntegerField(default=0)
     last_turn_ordinal = models.PositiveIntegerField(default=0)
     state = models.CharField(max_length=16, choices=ConversationState.choices, default=ConversationState.ACTIVE)
+    # The shown branch (conversations.versions): its newest turn, and that turn's parent.
+    # Every turn reservation sets both in its one statement (the parent column takes the
+    # head as it was), which is how a new turn learns what it follows.
+    branch_head = models.UUIDField(null=True, blank=True)
+    branch_head_parent = models.UUIDField(null=True, blank=True)
     deletion_requested_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -79,6 +84,13 @@ class Turn(BaseModel):
     error_message = models.CharField(max_length=500, blank=True, default="")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Versions (conversations.versions): the turn this one follows (None for a first turn),
+    # the turn whose message this one answers again (Regenerate, Retry; None when it has
+    # its own), and whether it is on the shown branch, which is all the transcript, the
+    # model, search and export see.
+    parent_turn_id = models.UUIDField(null=True, blank=True)
+    prompt_turn_id = models.UUIDField(null=True, blank=True)
+    shown = models.BooleanField(default=True)
 
     class Meta:
         constraints = [

@@ -12,6 +12,7 @@ from django.utils import timezone
 from conversations import sql
 from conversations.errors import ConversationNotFound
 from conversations.models import Conversation, ConversationState, Message, MessageRole, Turn
+from conversations.versions import Versions, transcript_versions
 
 
 def conversation_list() -> QuerySet[Conversation]:
@@ -42,6 +43,7 @@ class TranscriptSnapshot:
     messages: list[Message]
     turns: list[Turn]
     last_sequence: int
+    versions: dict[uuid.UUID, Versions]  # by turn, where a message or answer has versions
 
 
 def transcript_snapshot(*, conversation_id: uuid.UUID) -> TranscriptSnapshot | None:
@@ -59,16 +61,22 @@ def transcript_snapshot(*, conversation_id: uuid.UUID) -> TranscriptSnapshot | N
         )
         if conversation is None:
             return None
-        messages = list(Message.objects.filter(conversation_id=conversation_id).order_by("ordinal"))
+        messages = list(shown_messages(conversation_id=conversation_id))
         turns = list(
-            Turn.objects.filter(conversation_id=conversation_id)
+            Turn.objects.filter(conversation_id=conversation_id, shown=True)
             .only("id", "status", "error_code", "error_message")
             .order_by("ordinal")
         )
         # An answer with nothing in it yet (a turn that failed or is about to speak) is not
         # shown; its text, when it comes, arrives as events naming the message.
         shown = [m for m in messages if m.role != MessageRole.ASSISTANT or m.parts]
-        return TranscriptSnapshot(shown, turns, conversation.last_sequence)
+        versions = transcript_versions(conversation_id=conversation_id)
+        return TranscriptSnapshot(shown, turns, conversation.last_sequence, versions)
+
+
+def shown_messages(*, conversation_id: uuid.UUID) -> QuerySet[Message]:
+    """The messages of the shown branch of versions (conversations.versions), in transcript order."""
+    return Message.objects.filter(conversation_id=conversation_id, turn__shown=True).order_by("ordinal")
 
 
 def turns_awaiting_worker(*, turn_ids: list[uuid.UUID]) -> set[uuid.UUID]:

@@ -6,9 +6,11 @@ wherever it is sent.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from conversations.models import Conversation, Message, Turn, TurnStatus
+from conversations.models import Conversation, Message, MessageRole, Turn, TurnStatus
 from flarebot.core.times import iso
 
 
@@ -41,3 +43,18 @@ def turn_json(turn: Turn) -> dict[str, Any]:
         "status": turn.status,
         "error": {"code": turn.error_code, "message": turn.error_message} if failed else None,
     }
+
+
+def versions_of_message(message: Message, versions: Mapping[uuid.UUID, Any]) -> list[str]:
+    """The turns of a transcript message's versions (conversations.versions.Versions), or [] when it has one."""
+    found = versions.get(message.turn_id)
+    if found is None:
+        return []
+    ids = found.messages if message.role == MessageRole.USER else found.answers
+    return [str(turn_id) for turn_id in ids] if len(ids) > 1 else []
+
+
+def answer_versions_of(turn: Turn, versions: Mapping[uuid.UUID, Any]) -> list[str]:
+    """The turns of the versions of a turn's answer, or [] when it has one."""
+    found = versions.get(turn.id)
+    return [str(turn_id) for turn_id in found.answers] if found is not None and len(found.answers) > 1 else []

@@ -40,6 +40,7 @@ from conversations.selectors import conversation_require_active
 from conversations.serializers import message_json
 from conversations.signals import turn_ended as turn_ended_signal
 from conversations.titles import conversation_title_from_text
+from conversations.versions import turn_submit_version
 from flarebot.core.errors import InvalidInput
 from flarebot.core.text import line_breaks_normalize, utf16_length
 from flarebot.core.waiting import wait_until
@@ -157,6 +158,31 @@ def turn_submit_unpublished(
     except IntegrityError:
         # The same request_id raced in from another connection; the first one won.
         return Submitted(Turn.objects.get(conversation_id=conversation_id, request_id=request_id), False, [])
+
+
+def turn_submit_version_unpublished(
+    *, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str, version_of: uuid.UUID
+) -> Submitted:
+    """Submit a message as a new version of a shown turn's (conversations.versions); the caller publishes."""
+    text = user_text_clean(text)
+    with transaction.atomic():
+        submitted = turn_submit_version(
+            conversation_id=conversation_id, request_id=request_id, text=text, version_of=version_of
+        )
+        if submitted.created:
+            transaction.on_commit(lambda: enqueue_turn(submitted.turn.id))
+    return Submitted(submitted.turn, submitted.created, submitted.frames)
+
+
+def turn_submit_version_published(
+    *, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str, version_of: uuid.UUID
+) -> Turn:
+    """`turn_submit_version_unpublished`, its events published after commit."""
+    submitted = turn_submit_version_unpublished(
+        conversation_id=conversation_id, request_id=request_id, text=text, version_of=version_of
+    )
+    events_publish_after_commit(conversation_id=conversation_id, frames=submitted.frames)
+    return submitted.turn
 
 
 def _submitted_before(*, conversation_id: uuid.UUID, request_id: uuid.UUID) -> Submitted:

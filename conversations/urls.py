@@ -11,6 +11,7 @@ urlpatterns = [
     path("conversations/<str:conversation_id>/events/", api_transcript.EventListApi.as_view(), name="events"),
     path("conversations/<str:conversation_id>/cancel/", api_transcript.CancelApi.as_view(), name="cancel"),
     path("conversations/<str:conversation_id>/export/", api_transcript.ExportApi.as_view(), name="export"),
+    path("conversations/<str:conversation_id>/branch/", api_transcript.BranchApi.as_view(), name="branch"),
     path(
         "conversations/<str:conversation_id>/activities/",
         api_transcript.ActivityListApi.as_view(),

@@ -14,7 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Conversation, ConversationState, SearchEntry
+from conversations.models import Conversation, ConversationState, Message, SearchEntry, Turn
 from flarebot.core.rows import column, from_db, table, to_db
 
 SQLITE_SEARCH_TABLE = "conversations_search"
@@ -73,7 +73,14 @@ def search_entries_match(*, tokens: Sequence[str], limit: int) -> list[SearchHit
         return []
     s, c = SearchEntry, Conversation
     conversation, message, entry_id = column(s, "conversation"), column(s, "message"), column(s, "id")
-    active = f"JOIN {table(c)} c ON c.{column(c, 'id')} = e.{conversation} AND c.{column(c, 'state')} = %s"
+    m, t = Message, Turn
+    # Of an active conversation, and a message only on its shown branch of versions.
+    active = (
+        f"JOIN {table(c)} c ON c.{column(c, 'id')} = e.{conversation} AND c.{column(c, 'state')} = %s"  # noqa: S608
+        f" AND (e.{message} IS NULL OR EXISTS (SELECT 1 FROM {table(m)} sm JOIN {table(t)} st"
+        f" ON st.{column(t, 'id')} = sm.{column(m, 'turn')} WHERE sm.{column(m, 'id')} = e.{message}"
+        f" AND st.{column(t, 'shown')}))"
+    )
     connection = transaction.get_connection()
     if connection.vendor == "sqlite":
         search = f'"{SQLITE_SEARCH_TABLE}"'

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -36,43 +36,65 @@ from flarebot.core.models import Installation
 from flarebot.core.rows import column, from_db, insert_from_sql, rows_insert, rows_update, table, to_db
 
 
+class Reserved(NamedTuple):
+    ordinal: int
+    sequence: int  # the first of the reserved ones
+    parent: uuid.UUID | None  # the shown branch's head before this turn: what the turn follows
+
+
 def conversation_reserve_turn(
-    *, conversation_id: uuid.UUID, request_id: uuid.UUID, title: str, now: datetime, events: int = 1
-) -> tuple[int, int] | None:
+    *,
+    conversation_id: uuid.UUID,
+    request_id: uuid.UUID,
+    turn_id: uuid.UUID,
+    title: str,
+    now: datetime,
+    events: int = 1,
+) -> Reserved | None:
     """Take the next turn ordinal and `events` event sequences of an active conversation.
 
     The one allocator of turn ordinals. The same statement moves the conversation to the
-    top of the list (`updated_at` is `now`) and, when this is its first turn and the owner
-    never named it, names it `title`. Returns (ordinal, first sequence), or None when the
+    top of the list (`updated_at` is `now`), makes `turn_id` the head of its shown branch
+    (returning the head it replaces, which the turn follows) and, when this is its first
+    turn and the owner never named it, names it `title`. Returns None when the
     conversation is not active or already has a turn for this request. Locks the
     conversation row until commit.
     """
     with transaction.get_connection().cursor() as cursor:
-        cursor.execute(_reserve_sql(events), _reserve_params(conversation_id, request_id, title, now))
+        cursor.execute(_reserve_sql(events), _reserve_params(conversation_id, request_id, turn_id, title, now))
         row = cursor.fetchone()
-    return (int(row[0]), sequence_first(int(row[1]), events)) if row else None
+    if not row:
+        return None
+    return Reserved(int(row[0]), sequence_first(int(row[1]), events), from_db(Conversation, "branch_head", row[2]))
 
 
 @cache
 def _reserve_sql(events: int = 1) -> str:
     c, t = Conversation, Turn
     ordinal, name = column(c, "last_turn_ordinal"), column(c, "name")
-    # SET expressions read the row as it was: an ordinal of 0 means no turn yet.
+    head, head_parent = column(c, "branch_head"), column(c, "branch_head_parent")
+    # SET expressions read the row as it was: an ordinal of 0 means no turn yet, and the
+    # head's parent becomes the head that was (read again after a lock wait, unlike a
+    # subquery, which keeps the statement's snapshot).
     return (
         f"UPDATE {table(c)} SET {ordinal} = {ordinal} + 1,"  # noqa: S608
+        f" {head_parent} = {head}, {head} = %s,"
         f" {sequences_advance_sql(str(int(events)))},"
         f" {name} = CASE WHEN NOT {column(c, 'name_is_custom')} AND {ordinal} = 0 THEN %s ELSE {name} END,"
         f" {column(c, 'updated_at')} = %s"
         f" WHERE {column(c, 'id')} = %s AND {column(c, 'state')} = %s AND NOT EXISTS ("
         f"SELECT 1 FROM {table(t)} WHERE {column(t, 'conversation')} = %s AND {column(t, 'request_id')} = %s)"
-        f" RETURNING {ordinal}, {column(c, 'last_sequence')}"
+        f" RETURNING {ordinal}, {column(c, 'last_sequence')}, {head_parent}"
     )
 
 
-def _reserve_params(conversation_id: uuid.UUID, request_id: uuid.UUID, title: str, now: datetime) -> list[Any]:
+def _reserve_params(
+    conversation_id: uuid.UUID, request_id: uuid.UUID, turn_id: uuid.UUID, title: str, now: datetime
+) -> list[Any]:
     c = Conversation
     conversation = to_db(c, "id", conversation_id)
     return [
+        to_db(c, "branch_head", turn_id),
         to_db(c, "name", title),
         to_db(c, "updated_at", now),
         conversation,
@@ -105,16 +127,16 @@ def turn_submit(
     if connection.vendor != "postgresql":
         with transaction.atomic():
             reserved = conversation_reserve_turn(
-                conversation_id=conversation_id, request_id=request_id, title=title, now=now
+                conversation_id=conversation_id, request_id=request_id, turn_id=turn["id"], title=title, now=now
             )
-            if reserved is not None:
-                ordinal, sequence = reserved
-                rows_insert(Turn, [{**turn, "ordinal": ordinal}])
-                rows_insert(Message, [{**message, "ordinal": user_message_ordinal(ordinal)}])
-                rows_insert(Event, [{**event, "sequence": sequence}])
-        return reserved
+            if reserved is None:
+                return None
+            rows_insert(Turn, [{**turn, "ordinal": reserved.ordinal, "parent_turn_id": reserved.parent}])
+            rows_insert(Message, [{**message, "ordinal": user_message_ordinal(reserved.ordinal)}])
+            rows_insert(Event, [{**event, "sequence": reserved.sequence}])
+        return reserved.ordinal, reserved.sequence
     sql, insert_params = _submit_in_one(turn, message, event)
-    params = [*_reserve_params(conversation_id, request_id, title, now), *insert_params]
+    params = [*_reserve_params(conversation_id, request_id, turn["id"], title, now), *insert_params]
     # One statement reserves and inserts, a transaction by itself: BEGIN and COMMIT around
     # it would be two more round trips for every message sent. In a caller's transaction
     # it takes a savepoint, so that a raced duplicate leaves it usable.
@@ -126,12 +148,12 @@ def turn_submit(
 
 def _submit_in_one(turn: dict[str, Any], message: dict[str, Any], event: dict[str, Any]) -> tuple[str, list[Any]]:
     """PostgreSQL: the reservation and the three inserts as one statement; the inserts' parameters."""
-    turn_sql, turn_params, _ = insert_from_sql(Turn, turn, {"ordinal": "r.ordinal"}, "r")
+    turn_sql, turn_params, _ = insert_from_sql(Turn, turn, {"ordinal": "r.ordinal", "parent_turn_id": "r.parent"}, "r")
     # The user message's place, `models.user_message_ordinal`, in SQL.
     message_sql, message_params, _ = insert_from_sql(Message, message, {"ordinal": f"{TURN_MESSAGES} * r.ordinal"}, "r")
     event_sql, event_params, _ = insert_from_sql(Event, event, {"sequence": "r.sequence"}, "r")
     sql = (
-        f"WITH r(ordinal, sequence) AS ({_reserve_sql()}), t AS ({turn_sql}), m AS ({message_sql}),"  # noqa: S608
+        f"WITH r(ordinal, sequence, parent) AS ({_reserve_sql()}), t AS ({turn_sql}), m AS ({message_sql}),"  # noqa: S608
         f" e AS ({event_sql}) SELECT ordinal, sequence FROM r"
     )
     return sql, [*turn_params, *message_params, *event_params]
@@ -166,10 +188,14 @@ def transcript_until(
     With `answer`, that message row (the assistant's, after the ordinal) is inserted too:
     on PostgreSQL in the same statement.
     """
-    m = Message
+    m, t = Message, Turn
+    # Only the shown branch of versions (conversations.versions): a turn's own branch, since
+    # the branch shown does not change while a turn is unfinished.
     select = (
         f"SELECT {column(m, 'role')}, {column(m, 'parts')} FROM {table(m)}"  # noqa: S608
-        f" WHERE {column(m, 'conversation')} = %s AND {column(m, 'ordinal')} <= %s ORDER BY {column(m, 'ordinal')}"
+        f" WHERE {column(m, 'conversation')} = %s AND {column(m, 'ordinal')} <= %s"
+        f" AND EXISTS (SELECT 1 FROM {table(t)} WHERE {table(t)}.{column(t, 'id')} = {table(m)}.{column(m, 'turn')}"
+        f" AND {table(t)}.{column(t, 'shown')}) ORDER BY {column(m, 'ordinal')}"
     )
     params: list[Any] = [to_db(m, "conversation", conversation_id), ordinal]
     connection = transaction.get_connection()

@@ -99,16 +99,18 @@ def browser_task_project(*, task_id: uuid.UUID) -> bool:
         reserved = sql.conversation_reserve_turn(
             conversation_id=task.conversation_id,
             request_id=uuid.uuid5(PROJECTION_NAMESPACE, str(task.id)),
+            turn_id=turn_id,
             title=DEFAULT_NAME,
             now=now,
             events=len(events),
         )
         if reserved is not None:
-            ordinal, first = reserved
+            ordinal, first, parent = reserved
             turn = Turn.objects.create(
                 id=turn_id,
                 conversation_id=task.conversation_id,
                 ordinal=ordinal,
+                parent_turn_id=parent,
                 request_id=uuid.uuid5(PROJECTION_NAMESPACE, str(task.id)),
                 status=TurnStatus.COMPLETED,
                 started_at=now,

@@ -1,0 +1,264 @@
+"""Versions of messages: Regenerate, Retry and Edit add versions; the owner picks the branch shown.
+
+A conversation's turns form a tree: each turn follows `parent_turn_id`, the head of the
+shown branch when it was submitted (`sql.conversation_reserve_turn` sets both). A version
+of a turn is a new turn with the same parent: Regenerate and Retry answer the same message
+again (`prompt_turn_id` names the turn whose message it is), Edit sends a changed message.
+Which branch is shown is kept on the server (`Turn.shown`, the conversation's
+`branch_head`), so every tab agrees; the transcript, the model, search, titles and export
+read only the shown turns.
+
+At one place of the transcript, the message versions are the different messages sent
+there (Edit), and the answer versions the answers to the shown message (Regenerate,
+Retry). A failed answer that was answered again is replaced, not offered: Retry after a
+failure replaces the failed answer. Versions are added and switched only while nothing
+runs in the conversation, so a running turn's branch never changes under it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from conversations import sql
+from conversations.errors import ConversationNotFound
+from conversations.eventlog import EventFrame, events_append, events_insert, events_publish_after_commit
+from conversations.events import EventKind, turn_queued_data
+from conversations.models import (
+    Conversation,
+    ConversationState,
+    Message,
+    MessageRole,
+    Turn,
+    TurnStatus,
+    user_message_ordinal,
+)
+from conversations.search import message_text, search_index_name
+from conversations.serializers import message_json
+from conversations.titles import conversation_title_from_text
+from flarebot.core.errors import Conflict, InvalidInput
+
+BUSY = "An answer is still being written. Wait for it to finish (or stop it), then try again."
+
+
+class BranchBusy(Conflict):
+    code = "branch_busy"
+    default_message = BUSY
+
+
+@dataclass(frozen=True)
+class TreeTurn:
+    id: uuid.UUID
+    parent: uuid.UUID | None
+    prompt: uuid.UUID | None
+    ordinal: int
+    status: str
+    shown: bool
+    asks: bool  # carries a message of the owner's (a browser task's outcome does not)
+
+    @property
+    def message_root(self) -> uuid.UUID:
+        """The turn whose user message this turn answers."""
+        return self.prompt or self.id
+
+
+@dataclass(frozen=True)
+class Versions:
+    messages: list[uuid.UUID]  # one turn per message sent at this place; the shown turn for its own
+    answers: list[uuid.UUID]  # the turns answering the shown message
+
+
+def _tree(conversation_id: uuid.UUID) -> list[TreeTurn]:
+    """The conversation's turns, in order."""
+    asks = Message.objects.filter(turn_id=OuterRef("id"), role=MessageRole.USER)
+    rows = (
+        Turn.objects.filter(conversation_id=conversation_id)
+        .annotate(asks=Exists(asks))
+        .order_by("ordinal")
+        .values_list("id", "parent_turn_id", "prompt_turn_id", "ordinal", "status", "shown", "asks")
+    )
+    return [TreeTurn(*row) for row in rows]
+
+
+def _offered(group: list[TreeTurn], shown: uuid.UUID) -> list[TreeTurn]:
+    """The answers offered as versions: a failed one is left out once a later one answers again."""
+    return [
+        turn
+        for i, turn in enumerate(group)
+        if turn.id == shown or turn.status != TurnStatus.FAILED or i == len(group) - 1
+    ]
+
+
+def transcript_versions(*, conversation_id: uuid.UUID) -> dict[uuid.UUID, Versions]:
+    """For each shown turn with more than one version of its message or answer: the versions."""
+    tree = [turn for turn in _tree(conversation_id) if turn.asks]
+    places: dict[uuid.UUID | None, list[TreeTurn]] = defaultdict(list)
+    for turn in tree:
+        places[turn.parent].append(turn)
+    found: dict[uuid.UUID, Versions] = {}
+    for turn in tree:
+        place = places[turn.parent]
+        if not turn.shown or len(place) < 2:
+            continue
+        groups: dict[uuid.UUID, list[TreeTurn]] = defaultdict(list)
+        for sibling in place:
+            groups[sibling.message_root].append(sibling)
+        answers = [t.id for t in _offered(groups[turn.message_root], turn.id)]
+        messages = [
+            turn.id if root == turn.message_root else _offered(group, turn.id)[-1].id for root, group in groups.items()
+        ]
+        if len(messages) > 1 or len(answers) > 1:
+            found[turn.id] = Versions(messages=messages, answers=answers)
+    return found
+
+
+def _locked(conversation_id: uuid.UUID) -> Conversation:
+    conversation = (
+        Conversation.objects.select_for_update().filter(id=conversation_id, state=ConversationState.ACTIVE).first()
+    )
+    if conversation is None:
+        raise ConversationNotFound()
+    return conversation
+
+
+def _refuse_while_running(conversation_id: uuid.UUID) -> None:
+    if sql.turn_first_unfinished(conversation_id=conversation_id) is not None:
+        raise BranchBusy()
+
+
+def _branch_show(conversation_id: uuid.UUID, head: TreeTurn, by_id: dict[uuid.UUID, TreeTurn]) -> None:
+    """Mark the branch ending at `head` shown and every other turn hidden."""
+    chain: list[uuid.UUID] = []
+    turn: TreeTurn | None = head
+    while turn is not None:
+        chain.append(turn.id)
+        turn = by_id.get(turn.parent) if turn.parent else None
+    turns = Turn.objects.filter(conversation_id=conversation_id)
+    turns.exclude(id__in=chain).filter(shown=True).update(shown=False)
+    turns.filter(id__in=chain, shown=False).update(shown=True)
+    Conversation.objects.filter(id=conversation_id).update(branch_head=head.id, branch_head_parent=head.parent)
+
+
+def _switched(turn_id: uuid.UUID) -> tuple[str, uuid.UUID | None, dict[str, str]]:
+    return (EventKind.CONVERSATION_BRANCH_SWITCHED, None, {"turn_id": str(turn_id)})
+
+
+def branch_switch(*, conversation_id: uuid.UUID, turn_id: uuid.UUID) -> tuple[uuid.UUID, list[EventFrame]]:
+    """Show the branch through this turn (ending at its newest descendant); return its head and the event.
+
+    Refused while an answer is being written (`branch_busy`); an unknown turn changes nothing.
+    """
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        _refuse_while_running(conversation_id)
+        tree = _tree(conversation_id)
+        by_id = {turn.id: turn for turn in tree}
+        if turn_id not in by_id or not by_id[turn_id].asks:
+            raise InvalidInput("turn_id: not a message of this conversation.", code="invalid_turn")
+        children: dict[uuid.UUID | None, list[TreeTurn]] = defaultdict(list)
+        for turn in tree:
+            children[turn.parent].append(turn)
+        head, below = by_id[turn_id], [by_id[turn_id]]
+        while below:
+            turn = below.pop()
+            head = turn if turn.ordinal > head.ordinal else head
+            below.extend(children[turn.id])
+        _branch_show(conversation_id, head, by_id)
+        _title_from_shown(conversation)
+        frames = events_append(conversation_id=conversation_id, events=[_switched(head.id)])
+    return head.id, frames
+
+
+def branch_switch_published(*, conversation_id: uuid.UUID, turn_id: uuid.UUID) -> uuid.UUID:
+    """`branch_switch`, its event published to the conversation's sockets after commit."""
+    head, frames = branch_switch(conversation_id=conversation_id, turn_id=turn_id)
+    events_publish_after_commit(conversation_id=conversation_id, frames=frames)
+    return head
+
+
+@dataclass(frozen=True)
+class VersionSubmitted:
+    turn: Turn
+    created: bool
+    frames: list[EventFrame]
+
+
+def turn_submit_version(
+    *, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str, version_of: uuid.UUID
+) -> VersionSubmitted:
+    """Send a message as a new version of a shown turn's: its answer again (same text) or an edit.
+
+    The new turn follows what the original followed and becomes the shown branch's head;
+    the original's branch is hidden, kept as a version. A repeated request_id returns the
+    turn the first one queued. Refused while an answer is being written. `text` comes
+    checked (`turns.user_text_clean`); the caller starts the turn after commit.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        conversation = _locked(conversation_id)
+        before = Turn.objects.filter(conversation_id=conversation_id, request_id=request_id).first()
+        if before is not None:
+            return VersionSubmitted(before, False, [])
+        _refuse_while_running(conversation_id)
+        original = Turn.objects.filter(id=version_of, conversation_id=conversation_id, shown=True).first()
+        asked = (
+            Message.objects.filter(turn_id=version_of, role=MessageRole.USER).first() if original is not None else None
+        )
+        if original is None or asked is None:
+            raise InvalidInput("version_of: not a message shown in this conversation.", code="invalid_version")
+        same = text == "".join(p.get("text", "") for p in asked.parts if p.get("type") == "text")
+        turn_id = uuid.uuid4()
+        reserved = sql.conversation_reserve_turn(
+            conversation_id=conversation_id, request_id=request_id, turn_id=turn_id, title="", now=now, events=2
+        )
+        if reserved is None:  # the conversation row is locked and active: only a raced request
+            raise ConversationNotFound()
+        turn = Turn.objects.create(
+            id=turn_id,
+            conversation_id=conversation_id,
+            request_id=request_id,
+            ordinal=reserved.ordinal,
+            parent_turn_id=original.parent_turn_id,
+            prompt_turn_id=(original.prompt_turn_id or original.id) if same else None,
+        )
+        parts = asked.parts if same else [{"type": "text", "text": text}]
+        message = Message.objects.create(
+            conversation_id=conversation_id,
+            turn=turn,
+            role=MessageRole.USER,
+            ordinal=user_message_ordinal(reserved.ordinal),
+            parts=parts,
+        )
+        Turn.objects.filter(conversation_id=conversation_id, shown=True, ordinal__gte=original.ordinal).exclude(
+            id=turn_id
+        ).update(shown=False)
+        Conversation.objects.filter(id=conversation_id).update(branch_head_parent=original.parent_turn_id)
+        _title_from_shown(conversation)
+        queued = turn_queued_data(request_id=request_id, message=message_json(message))
+        frames = events_insert(
+            [(conversation_id, reserved.sequence, [_switched(turn_id), (EventKind.TURN_QUEUED, turn_id, queued)])]
+        )
+    return VersionSubmitted(turn, True, frames)
+
+
+def _title_from_shown(conversation: Conversation) -> None:
+    """Title the conversation after the shown branch's first message, unless the owner named it."""
+    if conversation.name_is_custom:
+        return
+    first = (
+        Message.objects.filter(conversation_id=conversation.id, role=MessageRole.USER, turn__shown=True)
+        .order_by("ordinal")
+        .values_list("parts", flat=True)
+        .first()
+    )
+    if first is None:
+        return
+    title = conversation_title_from_text(message_text(first))
+    if title != conversation.name:
+        Conversation.objects.filter(id=conversation.id).update(name=title)
+        search_index_name(conversation_id=conversation.id, name=title)
