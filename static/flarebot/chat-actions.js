@@ -1,9 +1,12 @@
 // Message actions: copy a message (as Markdown) or a code block, Retry a failed or stopped
-// answer, Regenerate the last answer, Edit the last message. Retry, Regenerate and Edit
-// send the owner's text again as a new turn with the ordinary `user_message` frame: the
-// transcript stays linear and nothing is deleted. One listener on the transcript serves
-// every button, so answers re-rendered while they stream need no handlers of their own.
+// answer, Regenerate an answer, Edit a message, and step through versions (‹ 2/3 ›).
+// Retry, Regenerate and Edit send the text as a new version of that turn's message
+// (`version_of`); the server keeps which branch is shown, and its
+// `conversation.branch_switched` event makes every tab load the transcript again. One
+// listener on the transcript serves every button, so answers re-rendered while they
+// stream need no handlers of their own.
 
+import { ApiError, api } from "./api.js";
 import { MAX_CHARS, notify, state, ui } from "./chat-shell.js";
 import { button, el, numbers } from "./dom.js";
 import { fillTimes, turnOf } from "./chat-turn.js";
@@ -53,11 +56,33 @@ async function copyFrom(control, text) {
   }, COPIED_MS);
 }
 
-/** Send the owner's text again as a new turn of the shown conversation. */
-function sendAgain(text) {
-  if (!state.view || !text) return;
-  state.view.send(text);
+const UNREACHABLE = "Flarebot cannot be reached right now; try again.";
+
+/** Send a text as a new version of this turn's message: the same text answers it again. */
+async function sendVersion(turn, text) {
+  const view = state.view;
+  if (!view || !text || !turn.id) return;
   ui.input.focus();
+  try {
+    await api(`/api/conversations/${view.id}/messages/`, {
+      method: "POST",
+      body: { request_id: crypto.randomUUID(), text, version_of: turn.id },
+    });
+  } catch (error) {
+    notify(error instanceof ApiError ? error.message : UNREACHABLE);
+  }
+}
+
+/** Show another version; the event that follows loads the transcript in every tab. */
+async function showVersion(turnId) {
+  const view = state.view;
+  if (!view || !turnId) return;
+  try {
+    await api(`/api/conversations/${view.id}/branch/`, { method: "POST", body: { turn_id: turnId } });
+    announce("Showing another version.");
+  } catch (error) {
+    notify(error instanceof ApiError ? error.message : UNREACHABLE);
+  }
 }
 
 function closeEditor(turn, { focus = true } = {}) {
@@ -96,7 +121,7 @@ function openEditor(turn) {
       return;
     }
     closeEditor(turn, { focus: false });
-    sendAgain(text);
+    sendVersion(turn, text);
   });
   area.addEventListener("keydown", (event) => {
     if (event.key === "Escape") {
@@ -129,9 +154,11 @@ ui.inner.addEventListener("click", (event) => {
     const answer = control.closest(".answer-actions");
     copyFrom(control, answer ? turn.markdown() : turn.userText || "");
   } else if (action === "retry" || action === "regenerate") {
-    sendAgain(turn.userText);
+    sendVersion(turn, turn.userText);
   } else if (action === "edit") {
     openEditor(turn);
+  } else if (action === "version") {
+    showVersion(control.dataset.target);
   }
 });
 

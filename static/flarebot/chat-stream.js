@@ -246,8 +246,9 @@ export class EventStream {
       return;
     }
     this.lastSequence = sequence;
-    if (frame.event === "conversation.cleared") {
-      // Every earlier event is gone: show the conversation as the server now has it.
+    if (frame.event === "conversation.cleared" || frame.event === "conversation.branch_switched") {
+      // Every earlier event is gone, or another branch of versions is shown: show the
+      // conversation as the server now has it.
       this.resync();
       return;
     }

@@ -58,6 +58,30 @@ function actions(time, ...entries) {
   return row;
 }
 
+/** `‹ 2/3 ›` for a message or answer with versions (their turn ids, this turn's among them); null with one. */
+function versionNav(ids, current, what) {
+  const index = (ids || []).indexOf(current);
+  if (ids.length < 2 || index < 0) return null;
+  const nav = el("span", "versions");
+  nav.setAttribute("role", "group");
+  nav.setAttribute("aria-label", `Versions of this ${what}`);
+  const step = (text, label, target) => {
+    const control = button(text, "msg-action version-step", () => {}, label);
+    control.dataset.action = "version";
+    control.dataset.target = target || "";
+    control.disabled = !target;
+    return control;
+  };
+  const count = el("span", "version-count", `${index + 1}/${ids.length}`);
+  count.setAttribute("aria-label", `Version ${index + 1} of ${ids.length}`);
+  nav.append(
+    step("‹", `Previous version of this ${what}`, ids[index - 1]),
+    count,
+    step("›", `Next version of this ${what}`, ids[index + 1]),
+  );
+  return nav;
+}
+
 export class Turn {
   constructor(view, key) {
     this.view = view;
@@ -75,6 +99,7 @@ export class Turn {
     this.textEls = new Map(); // part index -> element of that text part
     this.cards = new Map(); // tool_call_id -> ToolCard
     this.userText = null; // what the owner wrote, for Edit, Retry and Regenerate
+    this.answerVersions = []; // the turns of this answer's versions (GET messages' `answer_versions`)
     turnsByElement.set(this.el, this);
   }
 
@@ -105,6 +130,8 @@ export class Turn {
       ["edit", "Edit", "Edit and send as a new message"],
     );
     row.classList.add("user-actions");
+    const versions = versionNav(message.versions || [], message.turn_id, "message");
+    if (versions) row.firstChild.after(versions);
     if (this.userActionsEl) this.userActionsEl.replaceWith(row);
     else this.userEl.after(row);
     this.userActionsEl = row;
@@ -136,7 +163,18 @@ export class Turn {
       ["retry", "Retry", "Retry this message"],
     );
     this.actionsEl.classList.add("answer-actions");
+    const versions = versionNav(this.answerVersions, this.id, "answer");
+    if (versions) this.actionsEl.firstChild.after(versions);
     this.el.append(this.actionsEl);
+  }
+
+  /** Show the versions of the answer (on its row once there is one). */
+  setAnswerVersions(ids) {
+    this.answerVersions = ids || [];
+    if (!this.actionsEl) return;
+    this.actionsEl.querySelector(".versions")?.remove();
+    const versions = versionNav(this.answerVersions, this.id, "answer");
+    if (versions) this.actionsEl.firstChild.after(versions);
   }
 
   setAssistant(message) {

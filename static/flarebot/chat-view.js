@@ -149,7 +149,9 @@ export class ConversationView extends EventStream {
     }
     for (const [id, info] of states) {
       const turn = this.turns.get(id) || (ACTIVE.has(info.status) ? this.turnFor(id) : null);
-      if (turn) turn.setStatus(info.status, info.error || null);
+      if (!turn) continue;
+      turn.setAnswerVersions(info.answer_versions);
+      turn.setStatus(info.status, info.error || null);
     }
     for (const turn of this.turns.values()) if (turn.status === null) turn.setStatus("completed");
     // Messages sent before this snapshot: one the snapshot holds is shown from it; one it
@@ -270,7 +272,7 @@ export class ConversationView extends EventStream {
     ui.stop.hidden = !active;
     ui.empty.hidden = !this.loaded || this.turns.size > 0 || this.pending.size > 0;
     ui.transcript.setAttribute("aria-busy", String(active));
-    // Edit, Retry and Regenerate act on the last turn, and only while nothing runs.
+    // Edit, Regenerate and the versions act only while nothing runs, Retry on the last turn.
     this.root.classList.toggle("busy", active);
     const last = this.root.querySelector("article.turn:last-of-type");
     if (last !== this.lastTurnEl) {

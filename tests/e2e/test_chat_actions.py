@@ -1,6 +1,7 @@
 """Message actions and code blocks on the chat page in real Chromium, at 1280 and 375 pixels,
-light and dark: copy a message or a code block, Regenerate, Edit, Retry, times on hover, and
-syntax highlighting that arrives only once a block's fence closes.
+light and dark: copy a message or a code block, Regenerate, Edit and Retry as versions (two
+tabs and a reload agree), times on hover, and syntax highlighting that arrives only once a
+block's fence closes.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from tests.e2e.chat_support import (
     LOOKS,
@@ -93,8 +94,21 @@ def test_it_labels_copies_and_highlights_a_code_block_once_its_fence_closes(
     expect(last_answer(page).locator("code .hljs-keyword").first).to_have_text("def")
 
 
+def version_count(page: Page, what: str) -> Locator:
+    """The `2/3` of the last turn's message or answer versions."""
+    return (
+        page.locator("#transcript article.turn")
+        .last.get_by_role("group", name=f"Versions of this {what}")
+        .locator(".version-count")
+    )
+
+
+def stored(live_owner: OwnerClient, conversation_id: str) -> list[tuple[str, str]]:
+    return [(m["role"], message_text(m)) for m in live_owner.messages(conversation_id)["messages"]]
+
+
 @pytest.mark.parametrize("look", LOOKS)
-def test_it_copies_regenerates_and_edits_without_deleting_anything(
+def test_regenerate_and_edit_add_versions_instead_of_turns(
     chat_page: Page,
     clipboard_context: BrowserContext,
     live_owner: OwnerClient,
@@ -105,7 +119,10 @@ def test_it_copies_regenerates_and_edits_without_deleting_anything(
     page = chat_page
     apply_look(page, look)
     fake_providers.script(
-        [Text("Honey **never** spoils.")], [Text("Octopuses have three hearts.")], [Text("Bananas are berries.")]
+        [Text("Honey **never** spoils.")],
+        [Text("Octopuses have three hearts.")],
+        [Text("Bananas are berries.")],
+        [Text("You asked about fruit.")],
     )
     conversation_id = live_owner.create_conversation("Facts")
     open_conversation(page, conversation_id)
@@ -124,17 +141,9 @@ def test_it_copies_regenerates_and_edits_without_deleting_anything(
     first_turn.get_by_role("button", name="Copy message").click()
     assert clipboard(page) == "Tell me a fact."
 
-    page.get_by_role("button", name="Regenerate answer").click()
-    expect(last_answer(page)).to_have_text("Octopuses have three hearts.")
-    expect(answers(page)).to_have_count(2)
-    expect(page.locator("#stop")).to_be_hidden()
-    assert user_texts(page) == ["Tell me a fact.", "Tell me a fact."]
-    # Only the last turn offers Regenerate and Edit.
-    expect(page.get_by_role("button", name="Regenerate answer")).to_have_count(1)
-    expect(page.get_by_role("button", name="Edit and send as a new message").locator("visible=true")).to_have_count(1)
-
     # Times show on hover: the clock in view, the full date in its title.
     time = first_turn.locator(".user-actions time")
+    page.get_by_role("textbox", name="Message").focus()  # away from the Copy just clicked
     page.get_by_role("textbox", name="Message").hover()
     expect(first_turn.locator(".user-actions")).to_have_css("opacity", "0")
     first_turn.locator(".msg.user").hover()
@@ -143,6 +152,19 @@ def test_it_copies_regenerates_and_edits_without_deleting_anything(
     assert time.get_attribute("datetime")
     assert time.get_attribute("title")
 
+    # Regenerate: a second version of the answer, not a second question and answer.
+    page.get_by_role("button", name="Regenerate answer").click()
+    expect(last_answer(page)).to_have_text("Octopuses have three hearts.")
+    expect(page.locator("#stop")).to_be_hidden()
+    expect(answers(page)).to_have_count(1)
+    assert user_texts(page) == ["Tell me a fact."]
+    expect(version_count(page, "answer")).to_have_text("2/2")
+    page.get_by_role("button", name="Previous version of this answer").click()
+    expect(last_answer(page)).to_have_text("Honey never spoils.")
+    expect(version_count(page, "answer")).to_have_text("1/2")
+    expect(page.get_by_role("button", name="Previous version of this answer")).to_be_disabled()
+
+    # Edit: a second version of the message, with its own answer.
     page.locator("#transcript article.turn").last.locator(".msg.user").hover()
     page.get_by_role("button", name="Edit and send as a new message").locator("visible=true").click()
     editor = page.get_by_role("textbox", name="Edit message")
@@ -153,23 +175,71 @@ def test_it_copies_regenerates_and_edits_without_deleting_anything(
 
     expect(last_answer(page)).to_have_text("Bananas are berries.")
     expect(page.locator("#stop")).to_be_hidden()
-    assert user_texts(page) == ["Tell me a fact.", "Tell me a fact.", "Tell me a fact about fruit."]
-    expect(answers(page)).to_have_text(["Honey never spoils.", "Octopuses have three hearts.", "Bananas are berries."])
+    assert user_texts(page) == ["Tell me a fact about fruit."]
+    expect(version_count(page, "message")).to_have_text("2/2")
     no_sideways_scroll(page)
-    screenshot(page, f"chat-actions-{look[1]}-{look[0]}")
-    stored = [(m["role"], message_text(m)) for m in live_owner.messages(conversation_id)["messages"]]
-    assert stored == [
-        ("user", "Tell me a fact."),
-        ("assistant", "Honey **never** spoils."),
-        ("user", "Tell me a fact."),
-        ("assistant", "Octopuses have three hearts."),
+    screenshot(page, f"chat-versions-{look[1]}-{look[0]}")
+    assert stored(live_owner, conversation_id) == [
         ("user", "Tell me a fact about fruit."),
         ("assistant", "Bananas are berries."),
     ]
 
+    # The next message follows the shown branch, and the model sees that branch alone.
+    send(page, "What did I ask?")
+    expect(last_answer(page)).to_have_text("You asked about fruit.")
+    body = fake_providers.requests[-1].body
+    said = [c["text"] for m in body["messages"] for c in m["content"] if c["type"] == "text"]
+    assert said == ["Tell me a fact about fruit.", "Bananas are berries.", "What did I ask?"]
+
+    # Back to the first message: its newest answer, and nothing after it.
+    page.get_by_role("button", name="Previous version of this message").click()
+    expect(page.locator("#transcript .msg.user")).to_have_count(1)
+    assert user_texts(page) == ["Tell me a fact."]
+    expect(last_answer(page)).to_have_text("Octopuses have three hearts.")
+    expect(version_count(page, "message")).to_have_text("1/2")
+    expect(version_count(page, "answer")).to_have_text("2/2")
+
 
 @pytest.mark.parametrize("look", [LOOKS[0], LOOKS[3]])
-def test_it_retries_a_failed_answer_and_a_stopped_one(
+def test_versions_are_kept_on_the_server_for_every_tab_and_a_reload(
+    chat_page: Page,
+    context: BrowserContext,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+    look: tuple[int, str],
+) -> None:
+    fake_providers.script([Text("Blue.")], [Text("Green.")])
+    conversation_id = live_owner.create_conversation("Colours")
+    first, second = chat_page, context.new_page()
+    for page in (first, second):
+        apply_look(page, look)
+        open_conversation(page, conversation_id)
+
+    send(first, "Name a colour.")
+    expect(last_answer(second)).to_have_text("Blue.")
+    expect(second.locator("#stop")).to_be_hidden()
+    second.get_by_role("button", name="Regenerate answer").click()
+
+    for page in (first, second):
+        expect(last_answer(page)).to_have_text("Green.")
+        expect(version_count(page, "answer")).to_have_text("2/2")
+        expect(page.locator("#stop")).to_be_hidden()
+    first.get_by_role("button", name="Previous version of this answer").click()
+    for page in (first, second):
+        expect(last_answer(page)).to_have_text("Blue.")
+        expect(version_count(page, "answer")).to_have_text("1/2")
+        expect(answers(page)).to_have_count(1)
+
+    second.reload()
+    expect(last_answer(second)).to_have_text("Blue.")
+    expect(version_count(second, "answer")).to_have_text("1/2")
+    no_sideways_scroll(second)
+    second.close()
+
+
+@pytest.mark.parametrize("look", [LOOKS[0], LOOKS[3]])
+def test_retry_replaces_a_failed_answer_and_keeps_a_stopped_one_as_a_version(
     chat_page: Page, live_owner: OwnerClient, fake_providers: FakeProviders, look: tuple[int, str]
 ) -> None:
     page = chat_page
@@ -187,12 +257,18 @@ def test_it_retries_a_failed_answer_and_a_stopped_one(
     fake_providers.script(paced([f"word{i:03d} " for i in range(200)], 0.05), [Text("Hello at last.")])
     retry.click()
     expect(last_answer(page)).to_contain_text("word003")
+    # The failure is gone: the retry replaced it.
+    expect(page.locator(".turn-note.failed")).to_have_count(0)
     page.get_by_role("button", name="Stop", exact=True).click()
     expect(page.locator(".turn-note.cancelled")).to_have_text("Stopped.")
     page.get_by_role("button", name="Retry this message").locator("visible=true").click()
 
     expect(last_answer(page)).to_have_text("Hello at last.")
     expect(page.locator("#stop")).to_be_hidden()
-    assert user_texts(page) == ["Hello?", "Hello?", "Hello?"]
-    expect(page.locator(".turn-note.failed")).to_have_count(1)  # the failure stays where it was
-    expect(page.locator(".turn-note.cancelled")).to_have_count(1)
+    assert user_texts(page) == ["Hello?"]
+    expect(page.locator(".turn-note")).to_have_count(0)
+    expect(version_count(page, "answer")).to_have_text("2/2")
+    page.get_by_role("button", name="Previous version of this answer").click()
+    expect(page.locator(".turn-note.cancelled")).to_have_text("Stopped.")
+    expect(last_answer(page)).to_contain_text("word000")
+    assert stored(live_owner, conversation_id)[0] == ("user", "Hello?")
