@@ -10,12 +10,25 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from conversations.models import Conversation, Event, Message, MessageRole, Turn
 from conversations.services import conversation_create
 from conversations.turns import turn_claim, turn_finish
+from tests.conversations.test_consumers import (
+    CLOSE_TIMEOUT,
+    conversation_path,
+    open_socket,
+    owner_headers,
+    session_key_of,
+    sockets,  # noqa: F401  (a fixture)
+)
 from tests.support.engine import ask, assistant_text, new_conversation, orm, run, sent
 from tests.support.fake_providers import Text
 
@@ -254,3 +267,114 @@ def test_old_clients_see_one_linear_branch(owner_client):
 
     assert [m["versions"] for m in body["messages"]] == [[], [], [], []]
     assert json.dumps(body).count('"answer_versions": []') == 2
+
+
+# --- Over the socket, as the page sends it when the socket is open ------------------------------
+
+
+def mark_of(conversation: Conversation) -> int:
+    return Conversation.objects.get(id=conversation.id).last_sequence
+
+
+async def received(communicator: WebsocketCommunicator, *, after: int) -> dict:
+    """The next frame but events up to `after` (a socket opened without a mark replays them)."""
+    while True:
+        frame = await communicator.receive_json_from(timeout=CLOSE_TIMEOUT)
+        if frame["type"] != "event" or frame["sequence"] > after:
+            return frame
+
+
+async def test_a_version_sent_on_the_socket_is_acked_and_switches_every_tab(
+    owner_client,
+    sockets: Callable[..., WebsocketCommunicator],  # noqa: F811
+):
+    conversation = await database_sync_to_async(conversation_create)()
+    first = await database_sync_to_async(answered)(owner_client, conversation.id, "Name a colour.", "Blue.")
+    headers = owner_headers(session_key_of(owner_client))
+    path = conversation_path(conversation.id)
+    sender = await open_socket(sockets, path, headers)
+    other_tab = await open_socket(sockets, path, headers)
+    request_id = str(uuid.uuid4())
+
+    frame = {"type": "user_message", "request_id": request_id, "text": "Name a colour.", "version_of": first}
+    mark = await database_sync_to_async(mark_of)(conversation)
+    await sender.send_json_to(frame)
+
+    ack = await received(sender, after=mark)
+    assert (ack["type"], ack["request_id"]) == ("ack", request_id)
+    for tab in (sender, other_tab):
+        switched = await received(tab, after=mark)
+        queued = await tab.receive_json_from(timeout=CLOSE_TIMEOUT)
+        assert (switched["event"], switched["data"]) == ("conversation.branch_switched", {"turn_id": ack["turn_id"]})
+        assert (queued["event"], queued["turn_id"]) == ("turn.queued", ack["turn_id"])
+
+
+@pytest.mark.parametrize(
+    ("version_of", "code"),
+    [("not-a-uuid", "invalid_frame"), (7, "invalid_frame"), (str(uuid.uuid4()), "invalid_version")],
+    ids=["not-a-uuid", "not-a-string", "unknown-turn"],
+)
+async def test_a_bad_version_on_the_socket_gets_an_error_frame_and_stores_nothing(
+    owner_client,
+    sockets: Callable[..., WebsocketCommunicator],  # noqa: F811
+    version_of,
+    code,
+):
+    conversation = await database_sync_to_async(conversation_create)()
+    await database_sync_to_async(answered)(owner_client, conversation.id, "Name a colour.", "Blue.")
+    communicator = await open_socket(
+        sockets, conversation_path(conversation.id), owner_headers(session_key_of(owner_client))
+    )
+    before = await database_sync_to_async(lambda: (Turn.objects.count(), Event.objects.count()))()
+
+    frame = {
+        "type": "user_message",
+        "request_id": str(uuid.uuid4()),
+        "text": "Name a colour.",
+        "version_of": version_of,
+    }
+    mark = await database_sync_to_async(mark_of)(conversation)
+    await communicator.send_json_to(frame)
+
+    error = await received(communicator, after=mark)
+    assert (error["type"], error.get("code")) == ("error", code), error
+    assert await database_sync_to_async(lambda: (Turn.objects.count(), Event.objects.count()))() == before
+
+
+# --- Conversations stored before versions ------------------------------------------------------
+
+
+def test_a_conversation_stored_before_versions_is_one_branch_and_takes_new_versions(owner_client):
+    executor = MigrationExecutor(connection)
+    before = [("conversations", "0011_browser_task_corrections")]
+    executor.migrate(before)
+    apps = executor.loader.project_state(before).apps
+    old_conversation, old_turn, old_message = (
+        apps.get_model("conversations", name) for name in ("Conversation", "Turn", "Message")
+    )
+    conversation = old_conversation.objects.create(name="Older", last_turn_ordinal=2, last_sequence=0)
+    turns = []
+    for ordinal, (text, answer) in enumerate([("One?", "1"), ("Two?", "2")], start=1):
+        turn = old_turn.objects.create(
+            conversation=conversation, ordinal=ordinal, request_id=uuid.uuid4(), status="completed"
+        )
+        for role, body, place in (("user", text, 2 * ordinal), ("assistant", answer, 2 * ordinal + 1)):
+            old_message.objects.create(
+                conversation=conversation, turn=turn, role=role, ordinal=place, parts=[{"type": "text", "text": body}]
+            )
+        turns.append(str(turn.id))
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    assert [text for _, text, _ in shown(owner_client, conversation.id)] == ["One?", "1", "Two?", "2"]
+    edited = answered(owner_client, conversation.id, "Two, edited?", "2!", version_of=turns[1])
+    assert shown(owner_client, conversation.id) == [
+        ("user", "One?", []),
+        ("assistant", "1", []),
+        ("user", "Two, edited?", [turns[1], edited]),
+        ("assistant", "2!", []),
+    ]
+    after = answered(owner_client, conversation.id, "Three?", "3")
+    assert Turn.objects.get(id=after).parent_turn_id == uuid.UUID(edited)
