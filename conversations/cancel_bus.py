@@ -22,14 +22,18 @@ from flarebot.core.database import db
 
 logger = logging.getLogger(__name__)
 
-CHANNEL = "flarebot:turn-cancel"
+
+
+def _channel() -> str:
+    """This instance's cancellation channel (pub/sub channels are server-wide: settings.REDIS_NAMESPACE)."""
+    return f"{settings.REDIS_NAMESPACE}:turn-cancel"
 
 
 def publish_cancel(turn_id: uuid.UUID) -> None:
     """Tell every worker that this turn should stop."""
     try:
         client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
-        client.publish(CHANNEL, str(turn_id))
+        client.publish(_channel(), str(turn_id))
         client.close()
     except redis.RedisError:
         logger.warning("could not announce the cancellation of turn %s; it stops at its next step", turn_id)
@@ -89,7 +93,7 @@ class CancelListener:
             client = aioredis.Redis.from_url(settings.REDIS_URL)
             try:
                 async with client.pubsub() as pubsub:
-                    await pubsub.subscribe(CHANNEL)
+                    await pubsub.subscribe(_channel())
                     self._subscribed.set()
                     await self._recheck_flags()
                     async for message in pubsub.listen():

@@ -136,6 +136,18 @@ class FlarebotConfig:
         return self.origin.startswith("https://")
 
 
+def redis_namespace(url: str) -> str:
+    """The prefix of the pub/sub channels of the instance using this Redis database.
+
+    Pub/sub channels are server-wide in Redis, not per database: two instances (or test
+    stacks) on one server with different databases would otherwise hear each other's
+    group messages and cancellations. The database number (the URL's path, 0 when absent)
+    keeps them apart.
+    """
+    path = urlsplit(url).path.strip("/")
+    return f"flarebot:{int(path) if path.isdigit() else 0}"
+
+
 def load_config() -> FlarebotConfig:
     """Read and validate the whole configuration."""
     mode = env_str("FLAREBOT_MODE", "local")

@@ -7,7 +7,7 @@ from typing import Any
 
 import dj_database_url
 
-from flarebot.core.env import BASE_DIR, SQLITE_FILE, ensure_data_dir, load_config, server_secret
+from flarebot.core.env import BASE_DIR, SQLITE_FILE, ensure_data_dir, load_config, redis_namespace, server_secret
 
 CONFIG = load_config()
 ensure_data_dir(CONFIG.data_dir)
@@ -166,12 +166,15 @@ WHITENOISE_ROOT = BASE_DIR / "webroot"
 WHITENOISE_AUTOREFRESH = False
 
 REDIS_URL = CONFIG.redis_url
+# Pub/sub channels are server-wide: named after the database, so that instances sharing a
+# Redis server never hear each other (flarebot.core.env.redis_namespace).
+REDIS_NAMESPACE = redis_namespace(REDIS_URL)
 CHANNEL_LAYERS = {
     "default": {
         # Pub/sub delivers group messages without per-channel polling, which keeps many
         # concurrent streams steady (the README's benchmark section).
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "flarebot"},
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": REDIS_NAMESPACE},
     }
 }
 

@@ -198,7 +198,9 @@ def test_the_daily_features_work_by_keyboard_alone(
     page.keyboard.type(" Shorter.")
     page.keyboard.press("Enter")
     expect(last_answer(page)).to_have_text("Edited answer.")
-    expect(page.locator("#transcript .msg.user")).to_have_text(["Show me code.", "Show me code. Shorter."])
+    # The edit is a second version of the message, not a second message.
+    expect(page.locator("#transcript .msg.user")).to_have_text(["Show me code. Shorter."])
+    expect(page.get_by_role("group", name="Versions of this message")).to_contain_text("2/2")
     expect(page.locator("#stop")).to_be_hidden()
 
     # The header: export as Markdown, then another model.
