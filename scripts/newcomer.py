@@ -59,8 +59,9 @@ class NewcomerFailed(Exception):
 class Screen:
     """What `make run` printed, as the newcomer saw it, echoed to CI's log as it comes."""
 
-    def __init__(self, process: subprocess.Popen[str]) -> None:
+    def __init__(self, process: subprocess.Popen[str], *, echo: bool = True) -> None:
         self.lines: list[str] = []
+        self.echo = echo
         self._reader = threading.Thread(target=self._read, args=(process,), daemon=True)
         self._reader.start()
 
@@ -68,7 +69,8 @@ class Screen:
         assert process.stdout is not None
         for line in iter(process.stdout.readline, ""):
             self.lines.append(line)
-            print(f"  make run | {line}", end="", flush=True)
+            if self.echo:
+                print(f"  make run | {line}", end="", flush=True)
 
     def text(self) -> str:
         return "".join(self.lines)
