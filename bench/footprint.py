@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
@@ -83,9 +84,9 @@ def memory_of(pid: int) -> tuple[int, int] | None:
     return values.get("Rss", 0), values.get("Pss", 0)
 
 
-def snapshot(root: int) -> dict:
+def snapshot(root: int) -> dict[str, Any]:
     """Every process of the stack with its memory; sums over Flarebot's own (the broker apart)."""
-    processes = []
+    processes: list[dict[str, Any]] = []
     for pid, command in sorted(flarebot_processes(root).items()):
         memory = memory_of(pid)
         if memory is None:

@@ -23,7 +23,6 @@ from flarebot.core.database import db
 logger = logging.getLogger(__name__)
 
 
-
 def _channel() -> str:
     """This instance's cancellation channel (pub/sub channels are server-wide: settings.REDIS_NAMESPACE)."""
     return f"{settings.REDIS_NAMESPACE}:turn-cancel"
