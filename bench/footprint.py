@@ -43,6 +43,7 @@ from scripts.newcomer import (  # noqa: E402
     Screen,
     create_owner,
     flarebot_processes,
+    make_run_started,
     newcomer_env,
     sign_in,
     streamed_turn,
@@ -168,16 +169,7 @@ def main() -> int:
 def make_run(env: dict[str, str], base: str) -> tuple[subprocess.Popen[str], float]:
     """Start `make run`; return it once it printed the address (once every process is ready), and when."""
     started = time.monotonic()
-    run = subprocess.Popen(
-        ["make", "--no-print-directory", "run"],
-        cwd=BASE_DIR,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    run = make_run_started(BASE_DIR, env)
     screen = Screen(run, echo=False)
     wait_for(lambda: any(line.startswith(f"Open {base}/") for line in screen.lines), 300, "the address", run)
     return run, round(time.monotonic() - started, 2)

@@ -109,6 +109,20 @@ def newcomer_env(model_url: str, port: int) -> dict[str, str]:
     return env
 
 
+def make_run_started(checkout: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`make run` in its own session (Ctrl-C reaches its whole group), its screen on a pipe."""
+    return subprocess.Popen(
+        ["make", "--no-print-directory", "run"],
+        cwd=checkout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def wait_for(condition, timeout: float, what: str, process: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -284,16 +298,7 @@ def main() -> int:
         port = free_port()
         env = newcomer_env(model.local_url, port)
         base = f"http://127.0.0.1:{port}"
-        run = subprocess.Popen(
-            ["make", "--no-print-directory", "run"],
-            cwd=checkout,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
+        run = make_run_started(checkout, env)
         screen = Screen(run)
         wait_for(
             lambda: any(line.startswith(f"Open {base}/") for line in screen.lines),
