@@ -23,7 +23,7 @@ from conversations import eventlog, selectors, turns
 from conversations.browser_tasks import services as browser_tasks
 from conversations.clearing import conversation_clear
 from conversations.eventlog import EventFrame, EventsPublished
-from conversations.events import BrowserFrame, BrowserInput, browser_input_group, conversation_group
+from conversations.events import BrowserFrame, BrowserInput, OwnerChanged, browser_input_group, conversation_group
 from conversations.frames import BrowserInputFrame, ClientFrame, frame_session_check, parse_client_frame
 from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError, InvalidInput
@@ -126,6 +126,11 @@ def _input_check(conversation_id: uuid.UUID, task_id: str, critical_point_id: st
     browser_tasks.browser_input_check(
         conversation_id=conversation_id, task_id=uuid.UUID(task_id), critical_point_id=critical_point_id
     )
+
+
+@_db
+def _unread(conversation_id: uuid.UUID) -> int | None:
+    return selectors.conversation_unread(conversation_id=conversation_id)
 
 
 @_db
@@ -310,6 +315,19 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 "height": message["height"],
             }
             await self.send(text_data=json.dumps(frame))
+
+    async def owner_changed(self, message: OwnerChanged) -> None:
+        """Another conversation's unread count or the needs-you list moved: tell this page (no sequence)."""
+        if not self.admitted:
+            return
+        conversation_id = message["conversation_id"]
+        if conversation_id is not None:
+            unread = await _unread(uuid.UUID(conversation_id))
+            if unread is not None and self.admitted:
+                frame = {"type": "unread", "conversation_id": conversation_id, "unread": unread}
+                await self.send(text_data=json.dumps(frame))
+        if message["attention"] and self.admitted:
+            await self.send(text_data=json.dumps({"type": "attention_changed"}))
 
     async def conversation_deleted(self, message: dict[str, Any]) -> None:
         await self._end(CLOSE_NOT_FOUND)
