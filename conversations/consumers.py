@@ -59,6 +59,12 @@ def _db(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     return db(function)
 
 
+def _notices_param(scope: dict[str, Any]) -> bool:
+    """Whether the client asked for the owner-wide frames (`notices=1`; an addition old clients never see)."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("notices")
+    return values is not None and values[-1] == "1"
+
+
 def _last_sequence_param(scope: dict[str, Any]) -> int | None:
     """Return the `last_sequence` query parameter (0 when absent), or None when malformed."""
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("last_sequence")
@@ -178,6 +184,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await refuse(self, CLOSE_NOT_FOUND)
             return
         last_sequence = _last_sequence_param(self.scope)
+        self.notices = _notices_param(self.scope)
         if last_sequence is None:
             await self.accept()
             error = InvalidInput("last_sequence: must be a whole number of at least 0.", code="invalid_last_sequence")
@@ -318,7 +325,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
 
     async def owner_changed(self, message: OwnerChanged) -> None:
         """Another conversation's unread count or the needs-you list moved: tell this page (no sequence)."""
-        if not self.admitted:
+        if not self.admitted or not self.notices:
             return
         conversation_id = message["conversation_id"]
         if conversation_id is not None:

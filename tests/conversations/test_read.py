@@ -148,13 +148,15 @@ def test_search_results_carry_the_unread_count(owner_client, conversation):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_every_socket_of_the_owner_hears_the_new_count(owner_client, conversation, other):
+async def test_every_socket_of_the_owner_that_asked_hears_the_new_count(owner_client, conversation, other):
     key = owner_client.cookies[settings.SESSION_COOKIE_NAME].value
     headers = [
         (b"origin", settings.FLAREBOT_ORIGIN.encode()),
         (b"cookie", f"{settings.SESSION_COOKIE_NAME}={key}".encode()),
     ]
-    socket = WebsocketCommunicator(application, f"/ws/conversations/{other.id}/", headers=headers)
+    quiet = WebsocketCommunicator(application, f"/ws/conversations/{other.id}/", headers=headers)
+    assert (await quiet.connect(timeout=5))[0]
+    socket = WebsocketCommunicator(application, f"/ws/conversations/{other.id}/?notices=1", headers=headers)
     accepted, _ = await socket.connect(timeout=5)
     assert accepted
     try:
@@ -173,5 +175,8 @@ async def test_every_socket_of_the_owner_hears_the_new_count(owner_client, conve
             {"type": "attention_changed"},
         ]
         assert await socket.receive_nothing(timeout=0.2)
+        # A client that did not ask for them (every client before this addition) gets none.
+        assert await quiet.receive_nothing(timeout=0.2)
     finally:
         await socket.disconnect()
+        await quiet.disconnect()
