@@ -9,7 +9,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.migrations.executor import MigrationExecutor
 
 from conversations import eventlog, services
 from conversations.events import EventKind
@@ -180,3 +181,24 @@ async def test_every_socket_of_the_owner_that_asked_hears_the_new_count(owner_cl
     finally:
         await socket.disconnect()
         await quiet.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_was_there_before_unread_counts_existed_counts_as_read(owner_client):
+    executor = MigrationExecutor(connection)
+    before = [("conversations", "0011_browser_task_corrections")]
+    executor.migrate(before)
+    apps = executor.loader.project_state(before).apps
+    old = apps.get_model("conversations", "Conversation").objects.create(name="Old answers", last_sequence=2)
+    for sequence in (1, 2):
+        apps.get_model("conversations", "Event").objects.create(
+            conversation_id=old.id, sequence=sequence, kind=EventKind.TURN_COMPLETED
+        )
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    migrated = Conversation.objects.get(id=old.id)
+    append(migrated, EventKind.TURN_COMPLETED)
+
+    assert listed(owner_client) == {"Old answers": 1}
