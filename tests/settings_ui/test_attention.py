@@ -7,6 +7,9 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,6 +26,7 @@ from conversations.models import (
     ProposalState,
 )
 from conversations.turns import turn_submit
+from flarebot.asgi import application
 from settings_ui.selectors import ATTENTION_MAX
 from tasks import services as task_services
 from tasks.models import RunStatus, Task, TaskRun
@@ -263,3 +267,26 @@ def test_it_lists_at_most_the_newest_hundred(owner_client, conversation):
 def test_it_needs_the_owner(owner, anonymous_client):
     assert anonymous_client.get(ATTENTION).status_code in (401, 403)
     assert anonymous_client.post(SEEN).status_code in (401, 403)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_tasks_page_seeing_runs_tells_every_socket_that_asked(owner_client, conversation):
+    await sync_to_async(lambda: run_of(task_in(conversation), status=RunStatus.MISSED))()
+    key = owner_client.cookies[settings.SESSION_COOKIE_NAME].value
+    headers = [
+        (b"origin", settings.FLAREBOT_ORIGIN.encode()),
+        (b"cookie", f"{settings.SESSION_COOKIE_NAME}={key}".encode()),
+    ]
+    socket = WebsocketCommunicator(application, f"/ws/conversations/{conversation.id}/?notices=1", headers=headers)
+    assert (await socket.connect(timeout=5))[0]
+    try:
+        response = await sync_to_async(owner_client.post)(SEEN, content_type="application/json")
+        assert response.json() == {"seen": 1}
+
+        assert json.loads(await socket.receive_from(timeout=5)) == {"type": "attention_changed"}
+        assert await sync_to_async(items)(owner_client) == []
+        # Nothing new to see: no frame.
+        await sync_to_async(owner_client.post)(SEEN, content_type="application/json")
+        assert await socket.receive_nothing(timeout=0.2)
+    finally:
+        await socket.disconnect()
