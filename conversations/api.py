@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema, inline_serializer
+from typing import Any
+
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,6 +40,27 @@ class ConversationCreateInput(StrictSerializer):
     name = described(NAME, StringField(required=False))
 
 
+@extend_schema_field({"type": "integer", "minimum": 0})
+class SequenceField(serializers.Field):
+    """A JSON integer sequence of 0 or more: no strings, booleans or fractions."""
+
+    default_error_messages = {"invalid": "sequence: a whole number of 0 or more."}
+
+    def to_internal_value(self, data: Any) -> int:
+        if type(data) is not int or data < 0:
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> int:
+        return int(value)
+
+
+class ConversationReadInput(StrictSerializer):
+    """The last event sequence the page showed the owner."""
+
+    sequence = SequenceField()
+
+
 class ConversationRenameInput(StrictSerializer):
     """The conversation's new name."""
 
@@ -45,6 +74,11 @@ ConversationOutput = inline_serializer(
         "name": serializers.CharField(),
         "created_at": serializers.DateTimeField(),
         "updated_at": serializers.DateTimeField(),
+        "unread": serializers.IntegerField(
+            min_value=0,
+            help_text="An addition: the agent's messages (answers that ended, a browser task's questions and "
+            "outcomes) after the owner's read mark.",
+        ),
     },
 )
 ConversationListOutput = inline_serializer("ConversationList", {"conversations": list_of(ConversationOutput)})
@@ -151,3 +185,29 @@ class ConversationClearApi(APIView):
         if request.data not in ({}, None):
             raise InvalidInput("The clear request takes no body.", code="invalid")
         return Response(conversation_json(conversation_clear(conversation_id=parsed_id)))
+
+
+@extend_schema(parameters=[path_id("conversation_id")])
+class ConversationReadApi(APIView):
+    @extend_schema(
+        request=ConversationReadInput,
+        description=(
+            "An addition: marks the conversation read up to `sequence` (the last event the page showed). "
+            "The mark never moves back: an older sequence changes nothing. Every socket of the owner "
+            "receives the new count as an `unread` frame."
+        ),
+        responses={
+            200: ConversationOutput,
+            **errors(
+                *BODY_STATUSES,
+                404,
+                e400="`invalid_sequence`: past the conversation's last event; nothing changed.",
+            ),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        parsed_id = parse_uuid(conversation_id, what="conversation id")
+        body = ConversationReadInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        conversation = services.conversation_read(conversation_id=parsed_id, sequence=body.validated_data["sequence"])
+        return Response(conversation_json(conversation))

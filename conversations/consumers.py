@@ -23,7 +23,7 @@ from conversations import eventlog, selectors, turns
 from conversations.browser_tasks import services as browser_tasks
 from conversations.clearing import conversation_clear
 from conversations.eventlog import EventFrame, EventsPublished
-from conversations.events import BrowserFrame, BrowserInput, browser_input_group, conversation_group
+from conversations.events import BrowserFrame, BrowserInput, OwnerChanged, browser_input_group, conversation_group
 from conversations.frames import BrowserInputFrame, ClientFrame, frame_session_check, parse_client_frame
 from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError, InvalidInput
@@ -57,6 +57,12 @@ def _db(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     connection health check, and a connection that broke is replaced on its next use.
     """
     return db(function)
+
+
+def _notices_param(scope: dict[str, Any]) -> bool:
+    """Whether the client asked for the owner-wide frames (`notices=1`; an addition old clients never see)."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("notices")
+    return values is not None and values[-1] == "1"
 
 
 def _last_sequence_param(scope: dict[str, Any]) -> int | None:
@@ -136,6 +142,11 @@ def _input_check(conversation_id: uuid.UUID, task_id: str, critical_point_id: st
 
 
 @_db
+def _unread(conversation_id: uuid.UUID) -> int | None:
+    return selectors.conversation_unread(conversation_id=conversation_id)
+
+
+@_db
 def _session_is_valid(session_key: str) -> bool:
     return owner_session_recheck(session_key=session_key) is SessionState.VALID
 
@@ -180,6 +191,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await refuse(self, CLOSE_NOT_FOUND)
             return
         last_sequence = _last_sequence_param(self.scope)
+        self.notices = _notices_param(self.scope)
         if last_sequence is None:
             await self.accept()
             error = InvalidInput("last_sequence: must be a whole number of at least 0.", code="invalid_last_sequence")
@@ -317,6 +329,19 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 "height": message["height"],
             }
             await self.send(text_data=json.dumps(frame))
+
+    async def owner_changed(self, message: OwnerChanged) -> None:
+        """Another conversation's unread count or the needs-you list moved: tell this page (no sequence)."""
+        if not self.admitted or not self.notices:
+            return
+        conversation_id = message["conversation_id"]
+        if conversation_id is not None:
+            unread = await _unread(uuid.UUID(conversation_id))
+            if unread is not None and self.admitted:
+                frame = {"type": "unread", "conversation_id": conversation_id, "unread": unread}
+                await self.send(text_data=json.dumps(frame))
+        if message["attention"] and self.admitted:
+            await self.send(text_data=json.dumps({"type": "attention_changed"}))
 
     async def conversation_deleted(self, message: dict[str, Any]) -> None:
         await self._end(CLOSE_NOT_FOUND)

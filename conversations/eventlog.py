@@ -17,11 +17,12 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from conversations.events import NewEvent, conversation_group
-from conversations.models import Conversation, Event
+from conversations.events import NewEvent, OwnerChanged, conversation_group, event_moves_attention
+from conversations.models import UNREAD_EVENT_KINDS, Conversation, Event
 from conversations.publisher import group_publish
 from conversations.sql import sequences_allocate
 from flarebot.core.rows import rows_insert
+from flarebot.core.sessions import OWNER_SOCKETS_GROUP
 
 logger = logging.getLogger(__name__)
 
@@ -81,12 +82,37 @@ def published(frames: list[EventFrame]) -> EventsPublished:
     return EventsPublished(type="events.published", frames=frames)
 
 
+def owner_changed_of(*, conversation_id: uuid.UUID, frames: list[EventFrame]) -> OwnerChanged | None:
+    """The owner-wide notice these frames call for: an unread count or the needs-you list moved; else None."""
+    unread = any(frame["event"] in UNREAD_EVENT_KINDS for frame in frames)
+    attention = any(event_moves_attention(frame["event"], frame["data"]) for frame in frames)
+    if not unread and not attention:
+        return None
+    return OwnerChanged(type="owner.changed", conversation_id=str(conversation_id), attention=attention)
+
+
+def owner_changed_send(*, conversation_id: uuid.UUID | None, attention: bool) -> None:
+    """Tell every socket of the owner that an unread count or the needs-you list moved; never raises."""
+    notice = OwnerChanged(
+        type="owner.changed", conversation_id=str(conversation_id) if conversation_id else None, attention=attention
+    )
+    try:
+        async_to_sync(get_channel_layer().group_send)(OWNER_SOCKETS_GROUP, dict(notice))
+    except Exception:
+        # Pages read the list again when they are shown again.
+        logger.warning("could not publish an owner notice", exc_info=True)
+
+
 def events_publish_sync(*, conversation_id: uuid.UUID, frames: list[EventFrame]) -> None:
     """Publish committed frames from synchronous code (views, jobs); never raises."""
     if not frames:
         return
     try:
-        async_to_sync(get_channel_layer().group_send)(conversation_group(conversation_id), published(frames))
+        layer = get_channel_layer()
+        async_to_sync(layer.group_send)(conversation_group(conversation_id), published(frames))
+        notice = owner_changed_of(conversation_id=conversation_id, frames=frames)
+        if notice is not None:
+            async_to_sync(layer.group_send)(OWNER_SOCKETS_GROUP, dict(notice))
     except Exception:
         # The events are durable; sockets catch up from the database on their next frame
         # or reconnect.
@@ -112,6 +138,9 @@ async def events_publish(*, conversation_id: uuid.UUID, frames: list[EventFrame]
         return
     try:
         await group_publish(conversation_group(conversation_id), dict(published(frames)))
+        notice = owner_changed_of(conversation_id=conversation_id, frames=frames)
+        if notice is not None:
+            await group_publish(OWNER_SOCKETS_GROUP, dict(notice))
     except Exception:
         logger.warning("could not publish events of conversation %s", conversation_id, exc_info=True)
 

@@ -204,6 +204,42 @@ class ConversationDeleted(TypedDict):
     type: Literal["conversation.deleted"]
 
 
+class OwnerChanged(TypedDict):
+    """Sent to every socket of the owner: a conversation's unread count, or the needs-you list, may have moved.
+
+    Each socket answers its page with an `unread` frame (the count read fresh) and, when
+    `attention` is set, an `attention_changed` frame; neither carries a sequence.
+    """
+
+    type: Literal["owner.changed"]
+    conversation_id: str | None
+    attention: bool
+
+
+# Kinds whose event may change the needs-you list (settings_ui.selectors.attention_items):
+# questions opened and answered, proposals made, started and dismissed, tasks ended, task
+# runs' outcomes, and tool calls (one refused for want of configuration is listed).
+ATTENTION_EVENT_KINDS = frozenset(
+    {
+        EventKind.CRITICAL_POINT_OPENED,
+        EventKind.CRITICAL_POINT_RESOLVED,
+        EventKind.BROWSER_TASK_PROPOSED,
+        EventKind.BROWSER_TASK_STARTED,
+        EventKind.BROWSER_TASK_DISMISSED,
+        EventKind.BROWSER_TASK_FINISHED,
+        EventKind.TASK_RUN_UPDATED,
+        EventKind.CONVERSATION_CLEARED,
+    }
+)
+
+
+def event_moves_attention(kind: str, data: dict[str, Any]) -> bool:
+    """Whether an event of this kind and data may change the needs-you list."""
+    if kind == EventKind.TOOL_FINISHED:
+        return data.get("status") == "unavailable"
+    return kind in ATTENTION_EVENT_KINDS
+
+
 def conversation_group(conversation_id: uuid.UUID | str) -> str:
     """Return the Channels group of every socket open on this conversation."""
     return f"conversation.{conversation_id}"

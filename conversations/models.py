@@ -31,6 +31,10 @@ class Conversation(BaseModel):
     branch_head = models.UUIDField(null=True, blank=True)
     branch_head_parent = models.UUIDField(null=True, blank=True)
     deletion_requested_at = models.DateTimeField(null=True, blank=True)
+    # The owner's read mark (conversation_read): the last sequence a page showed, never moved
+    # back, and when it last moved (what the needs-you list clears by opening).
+    read_sequence = models.PositiveBigIntegerField(default=0)
+    read_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -150,6 +154,11 @@ class Message(BaseModel):
         ]
 
 
+# The events that put a message of the agent before the owner (an answer that ended, a
+# browser task's question or outcome): what `"unread"` counts after the read mark.
+UNREAD_EVENT_KINDS = ("turn.completed", "turn.failed", "critical_point.opened", "browser_task.finished")
+
+
 class Event(BaseModel):
     """One durable entry of a conversation's event log, numbered without gaps by `sequence`."""
 
@@ -165,6 +174,14 @@ class Event(BaseModel):
         constraints = [
             # Also the index of event_list_after (replay after a sequence).
             models.UniqueConstraint(fields=["conversation", "sequence"], name="conv_event_sequence_unique"),
+        ]
+        indexes = [
+            # conversations_unread: the agent's messages after a read mark (only those kinds: small)
+            models.Index(
+                fields=["conversation", "sequence"],
+                name="conv_event_unread",
+                condition=models.Q(kind__in=UNREAD_EVENT_KINDS),
+            ),
         ]
 
 
@@ -267,6 +284,8 @@ class BrowserTaskProposal(BaseModel):
         indexes = [
             # browser_task_propose (superseding) and browser_tasks_list: a conversation's proposals in order
             models.Index(fields=["conversation", "created_at"], name="conv_btproposal_conversation"),
+            # attention_items: proposals waiting for the owner, newest first
+            models.Index(fields=["-created_at"], name="conv_btproposal_waiting", condition=models.Q(state="proposed")),
         ]
 
 
@@ -386,7 +405,7 @@ class CriticalPoint(BaseModel):
             models.CheckConstraint(
                 condition=models.Q(state__in=CriticalPointState.values), name="conv_criticalpoint_state_valid"
             ),
-            # critical_point_answer, browser_tasks_list: one open question per task (also their lookup)
+            # critical_point_answer, browser_tasks_list, attention_items: one open question per task (also their lookup)
             models.UniqueConstraint(
                 fields=["task"], condition=models.Q(state="open"), name="conv_criticalpoint_one_open"
             ),

@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 from conversations import sql
 from conversations.models import Conversation, Message
+from conversations.selectors import conversations_unread
 from conversations.serializers import conversation_json
 from flarebot.core.errors import InvalidInput
 from flarebot.core.text import utf16_length
@@ -84,7 +85,8 @@ def conversations_search(*, query: str) -> list[SearchResult]:
     if not 1 <= utf16_length(query) <= QUERY_MAX or not query.strip():
         raise InvalidInput(f"q: must be 1-{QUERY_MAX} characters and not blank.", code="invalid_query")
     hits = sql.search_entries_match(tokens=query_tokens(query), limit=RESULTS_MAX)
-    conversations = {c.id: c for c in Conversation.objects.filter(id__in={hit.conversation_id for hit in hits})}
+    found = conversations_unread(Conversation.objects.filter(id__in={hit.conversation_id for hit in hits}))
+    conversations = {c.id: c for c in found}
     results = []
     for hit in hits:
         if hit.conversation_id not in conversations:

@@ -6,18 +6,54 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from conversations import sql
 from conversations.errors import ConversationNotFound
-from conversations.models import Conversation, ConversationState, Message, MessageRole, Turn
-from conversations.versions import Versions, transcript_versions
+from conversations.models import (
+    UNREAD_EVENT_KINDS,
+    Conversation,
+    ConversationState,
+    Event,
+    Message,
+    MessageRole,
+    Turn,
+)
+from conversations.version_tree import Versions, transcript_versions
+
+
+def conversations_unread(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
+    """Annotate each conversation with `unread`: the agent's messages after its read mark.
+
+    One correlated count per listed conversation, over the partial index of the unread
+    kinds only (a few events per turn, never its streamed text).
+    """
+    counted = (
+        Event.objects.filter(
+            conversation=OuterRef("pk"), sequence__gt=OuterRef("read_sequence"), kind__in=UNREAD_EVENT_KINDS
+        )
+        .order_by()
+        .values("conversation")
+        .annotate(count=Count("id"))
+        .values("count")
+    )
+    return conversations.annotate(unread=Coalesce(Subquery(counted, output_field=IntegerField()), Value(0)))
 
 
 def conversation_list() -> QuerySet[Conversation]:
-    """Return active conversations, newest `updated_at` first, then by id."""
-    return Conversation.objects.filter(state=ConversationState.ACTIVE).order_by("-updated_at", "id")
+    """Return active conversations, newest `updated_at` first, then by id, each with its `unread`."""
+    return conversations_unread(
+        Conversation.objects.filter(state=ConversationState.ACTIVE).order_by("-updated_at", "id")
+    )
+
+
+def conversation_unread(*, conversation_id: uuid.UUID) -> int | None:
+    """Return the conversation's unread count, or None if it is not active."""
+    found = conversations_unread(Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE))
+    conversation = found.only("id", "read_sequence").first()
+    return None if conversation is None else int(conversation.unread)  # type: ignore[attr-defined]
 
 
 def conversation_is_active(*, conversation_id: uuid.UUID) -> bool:

@@ -10,17 +10,26 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from conversations import selectors
 from conversations.models import Conversation, Message, MessageRole, Turn, TurnStatus
 from flarebot.core.times import iso
 
 
 def conversation_json(conversation: Conversation) -> dict[str, Any]:
-    """Return the contract's `C` for one conversation."""
+    """Return the contract's `C` for one conversation.
+
+    `unread` (an addition) is the count `selectors.conversations_unread` annotated; a row
+    read without it is counted here.
+    """
+    unread = getattr(conversation, "unread", None)
+    if unread is None:
+        unread = selectors.conversation_unread(conversation_id=conversation.id) or 0
     return {
         "id": str(conversation.id),
         "name": conversation.name,
         "created_at": iso(conversation.created_at),
         "updated_at": iso(conversation.updated_at),
+        "unread": int(unread),
     }
 
 

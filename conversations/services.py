@@ -18,9 +18,11 @@ from django.utils import timezone
 
 from conversations.browser_tasks.lifecycle import browser_tasks_stop_for_deletion
 from conversations.errors import ConversationNotFound
+from conversations.eventlog import owner_changed_send
 from conversations.events import ConversationDeleted, conversation_group
 from conversations.models import Conversation, ConversationState
 from conversations.search import search_index_name
+from conversations.selectors import conversations_unread
 from conversations.signals import conversation_torn_down
 from conversations.titles import DEFAULT_NAME
 from conversations.turns import turns_stop_for_deletion, turns_wait_stopped
@@ -77,6 +79,33 @@ def conversation_rename(*, conversation_id: uuid.UUID, name: str) -> Conversatio
             raise ConversationNotFound()
         search_index_name(conversation_id=conversation_id, name=cleaned)
         return Conversation.objects.get(id=conversation_id)
+
+
+def conversation_read(*, conversation_id: uuid.UUID, sequence: int) -> Conversation:
+    """Move the owner's read mark of an active conversation up to `sequence`; return it with its `unread`.
+
+    The mark never moves back (tabs race: an older mark changes nothing and is no error);
+    a sequence past the conversation's last event is refused, as no page can have shown it.
+    One conditional update, without the row lock the event log's writers take.
+    """
+    moved = Conversation.objects.filter(
+        id=conversation_id,
+        state=ConversationState.ACTIVE,
+        read_sequence__lt=sequence,
+        last_sequence__gte=sequence,
+    ).update(read_sequence=sequence, read_at=timezone.now())
+    conversation = conversations_unread(
+        Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE)
+    ).first()
+    if conversation is None:
+        raise ConversationNotFound()
+    if not moved and sequence > conversation.last_sequence:
+        raise InvalidInput(
+            f"sequence: the conversation's events end at {conversation.last_sequence}.", code="invalid_sequence"
+        )
+    if moved:
+        transaction.on_commit(lambda: owner_changed_send(conversation_id=conversation_id, attention=True))
+    return conversation
 
 
 def conversation_delete(*, conversation_id: uuid.UUID) -> None:

@@ -6,6 +6,7 @@ from conversations.browser_tasks import api as browser_tasks_api
 urlpatterns = [
     path("conversations/", api.ConversationListApi.as_view(), name="conversation-list"),
     path("conversations/<str:conversation_id>/", api.ConversationDetailApi.as_view(), name="conversation-detail"),
+    path("conversations/<str:conversation_id>/read/", api.ConversationReadApi.as_view(), name="conversation-read"),
     path("conversations/<str:conversation_id>/clear/", api.ConversationClearApi.as_view(), name="conversation-clear"),
     path("conversations/<str:conversation_id>/messages/", api_transcript.MessageListApi.as_view(), name="messages"),
     path("conversations/<str:conversation_id>/events/", api_transcript.EventListApi.as_view(), name="events"),

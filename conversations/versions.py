@@ -22,7 +22,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from conversations import sql
@@ -35,12 +34,12 @@ from conversations.models import (
     Message,
     MessageRole,
     Turn,
-    TurnStatus,
     user_message_ordinal,
 )
 from conversations.search import message_text, search_index_name
 from conversations.serializers import message_json
 from conversations.titles import conversation_title_from_text
+from conversations.version_tree import TreeTurn, tree_read
 from flarebot.core.errors import Conflict, InvalidInput
 
 BUSY = "An answer is still being written. Wait for it to finish (or stop it), then try again."
@@ -49,72 +48,6 @@ BUSY = "An answer is still being written. Wait for it to finish (or stop it), th
 class BranchBusy(Conflict):
     code = "branch_busy"
     default_message = BUSY
-
-
-@dataclass(frozen=True)
-class TreeTurn:
-    id: uuid.UUID
-    parent: uuid.UUID | None
-    prompt: uuid.UUID | None
-    ordinal: int
-    status: str
-    shown: bool
-    asks: bool  # carries a message of the owner's (a browser task's outcome does not)
-
-    @property
-    def message_root(self) -> uuid.UUID:
-        """The turn whose user message this turn answers."""
-        return self.prompt or self.id
-
-
-@dataclass(frozen=True)
-class Versions:
-    messages: list[uuid.UUID]  # one turn per message sent at this place; the shown turn for its own
-    answers: list[uuid.UUID]  # the turns answering the shown message
-
-
-def _tree(conversation_id: uuid.UUID) -> list[TreeTurn]:
-    """The conversation's turns, in order."""
-    asks = Message.objects.filter(turn_id=OuterRef("id"), role=MessageRole.USER)
-    rows = (
-        Turn.objects.filter(conversation_id=conversation_id)
-        .annotate(asks=Exists(asks))
-        .order_by("ordinal")
-        .values_list("id", "parent_turn_id", "prompt_turn_id", "ordinal", "status", "shown", "asks")
-    )
-    return [TreeTurn(*row) for row in rows]
-
-
-def _offered(group: list[TreeTurn], shown: uuid.UUID) -> list[TreeTurn]:
-    """The answers offered as versions: a failed one is left out once a later one answers again."""
-    return [
-        turn
-        for i, turn in enumerate(group)
-        if turn.id == shown or turn.status != TurnStatus.FAILED or i == len(group) - 1
-    ]
-
-
-def transcript_versions(*, conversation_id: uuid.UUID) -> dict[uuid.UUID, Versions]:
-    """For each shown turn with more than one version of its message or answer: the versions."""
-    tree = [turn for turn in _tree(conversation_id) if turn.asks]
-    places: dict[uuid.UUID | None, list[TreeTurn]] = defaultdict(list)
-    for turn in tree:
-        places[turn.parent].append(turn)
-    found: dict[uuid.UUID, Versions] = {}
-    for turn in tree:
-        place = places[turn.parent]
-        if not turn.shown or len(place) < 2:
-            continue
-        groups: dict[uuid.UUID, list[TreeTurn]] = defaultdict(list)
-        for sibling in place:
-            groups[sibling.message_root].append(sibling)
-        answers = [t.id for t in _offered(groups[turn.message_root], turn.id)]
-        messages = [
-            turn.id if root == turn.message_root else _offered(group, turn.id)[-1].id for root, group in groups.items()
-        ]
-        if len(messages) > 1 or len(answers) > 1:
-            found[turn.id] = Versions(messages=messages, answers=answers)
-    return found
 
 
 def _locked(conversation_id: uuid.UUID) -> Conversation:
@@ -156,7 +89,7 @@ def branch_switch(*, conversation_id: uuid.UUID, turn_id: uuid.UUID) -> tuple[uu
     with transaction.atomic():
         conversation = _locked(conversation_id)
         _refuse_while_running(conversation_id)
-        tree = _tree(conversation_id)
+        tree = tree_read(conversation_id=conversation_id)
         by_id = {turn.id: turn for turn in tree}
         if turn_id not in by_id or not by_id[turn_id].asks:
             raise InvalidInput("turn_id: not a message of this conversation.", code="invalid_turn")

@@ -1,4 +1,4 @@
-"""JSON API of the settings pages that spans every app: the System section."""
+"""JSON API of the pages that spans every app: the System section, the needs-you list."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from flarebot.core.account import owner_password_change
 from flarebot.core.api import StrictSerializer, StringField
 from flarebot.core.schema import BODY_STATUSES, errors
+from settings_ui.selectors import ATTENTION_MAX, attention_items
 from settings_ui.system import system_status
 
 SystemOutput = inline_serializer(
@@ -72,3 +73,46 @@ class PasswordChangeApi(APIView):
             new=body.validated_data["new_password"],
         )
         return Response(status=204)
+
+
+ATTENTION_KINDS = [
+    "critical_point",
+    "sign_in",
+    "email_consent",
+    "browser_task_proposal",
+    "task_run_failed",
+    "task_run_missed",
+    "tool_unavailable",
+]
+AttentionOutput = inline_serializer(
+    "Attention",
+    {
+        "items": serializers.ListField(
+            child=inline_serializer(
+                "AttentionItem",
+                {
+                    "kind": serializers.ChoiceField(choices=ATTENTION_KINDS),
+                    "conversation_id": serializers.UUIDField(),
+                    "conversation_name": serializers.CharField(),
+                    "title": serializers.CharField(),
+                    "created_at": serializers.DateTimeField(),
+                    "path": serializers.CharField(help_text="The chat page at the entry's card: `/?c=<id>#...`."),
+                },
+            ),
+            max_length=ATTENTION_MAX,
+        )
+    },
+)
+
+
+class AttentionApi(APIView):
+    @extend_schema(
+        operation_id="attention_list",
+        description=(
+            "An addition: what waits for the owner across conversations, newest first, at most 100. Sockets "
+            "receive `attention_changed` when it may have changed."
+        ),
+        responses={200: AttentionOutput},
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"items": attention_items()})

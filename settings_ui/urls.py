@@ -9,5 +9,6 @@ urlpatterns = [
     path("setup/", views.setup_view, name="setup"),
     path("settings/", views.settings_page, name="settings"),
     path("api/system/", api.SystemApi.as_view(), name="system"),
+    path("api/attention/", api.AttentionApi.as_view(), name="attention"),
     path("api/account/password/", api.PasswordChangeApi.as_view(), name="account-password"),
 ]

@@ -356,3 +356,21 @@ class TaskRunsApi(APIView):
         request_id = id_parse(body.validated_data["request_id"], field="request_id", words="request id")
         run = runs.task_run_now(task_id=parsed, request_id=request_id)
         return Response(selectors.runs_view([run])[0], status=status.HTTP_202_ACCEPTED)
+
+
+class TaskRunsSeenApi(APIView):
+    @extend_schema(
+        operation_id="task_runs_seen",
+        request=None,
+        description=(
+            "An addition: the owner saw the failed and missed runs (the Tasks page was opened); they leave the "
+            "needs-you list (`GET /api/attention/`). Every socket of the owner receives `attention_changed`."
+        ),
+        responses={
+            200: inline_serializer("TaskRunsSeen", {"seen": serializers.IntegerField(min_value=0)}),
+            **errors(*BODY_STATUSES),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        _no_body(request)
+        return Response({"seen": services.task_runs_seen()})

@@ -122,6 +122,8 @@ class TaskRun(BaseModel):
     # Reconciliation's one further dispatch of a run whose dispatch never got through.
     recovery_used = models.BooleanField(default=False)
     error_code = models.CharField(max_length=64, blank=True, default="")
+    # When the owner saw this failed or missed run (task_runs_seen: the Tasks page opened).
+    seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -131,7 +133,7 @@ class TaskRun(BaseModel):
         indexes = [
             # run_page and task_view (its previous run): a task's runs, newest first (keyset on created_at, id)
             models.Index(fields=["task", "-created_at", "-id"], name="tasks_run_history"),
-            # tasks_reconcile: unfinished runs
+            # tasks_reconcile, attention_items: runs by status (unfinished; failed and missed, newest first)
             models.Index(fields=["status", "created_at"], name="tasks_run_unfinished"),
             # runs_project_turn: the run of a turn
             models.Index(fields=["turn_id"], name="tasks_run_turn"),

@@ -28,6 +28,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations.errors import ConversationNotFound
+from conversations.eventlog import owner_changed_send
 from conversations.models import Conversation, ConversationState
 from conversations.services import conversation_create
 from flarebot.core.rows import transaction_lock
@@ -46,7 +47,7 @@ from tasks.errors import (
     TaskInvalid,
     TasksFull,
 )
-from tasks.models import ScheduleKind, Task, TaskState
+from tasks.models import RunStatus, ScheduleKind, Task, TaskRun, TaskState
 from tasks.runs import runs_cancel_unfinished
 from tasks.schedule import Schedule, schedule_parse
 from tasks.selectors import task_get, task_view
@@ -296,3 +297,15 @@ def tasks_tombstone_for_conversation(*, conversation_id: uuid.UUID) -> int:
                 _tombstone(task)
                 count += 1
     return count
+
+
+# The runs the needs-you list shows until the owner has seen them (settings_ui.selectors.attention_items).
+RUNS_TO_SEE = (RunStatus.FAILED, RunStatus.MISSED)
+
+
+def task_runs_seen() -> int:
+    """Mark every failed or missed run seen (the owner opened the Tasks page); return how many were new."""
+    seen = TaskRun.objects.filter(status__in=RUNS_TO_SEE, seen_at__isnull=True).update(seen_at=timezone.now())
+    if seen:
+        transaction.on_commit(lambda: owner_changed_send(conversation_id=None, attention=True))
+    return seen

@@ -55,6 +55,10 @@ class ToolActivity(BaseModel):
         indexes = [
             # activity_page: a conversation's activities, newest creation first
             models.Index(fields=["conversation_id", "-created_at", "-id"], name="tools_activity_page"),
+            # attention_items: calls refused for want of configuration, newest first
+            models.Index(
+                fields=["-created_at"], name="tools_activity_unavailable", condition=models.Q(status="unavailable")
+            ),
         ]
 
 

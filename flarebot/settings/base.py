@@ -163,6 +163,8 @@ WHITENOISE_USE_FINDERS = True
 # Files browsers ask for at the site's root (favicon.ico), served like /static/: before
 # any sign-in check, cached briefly.
 WHITENOISE_ROOT = BASE_DIR / "webroot"
+# The installable app's manifest (webroot/manifest.webmanifest), which browsers want typed as such.
+WHITENOISE_MIMETYPES = {".webmanifest": "application/manifest+json"}
 WHITENOISE_AUTOREFRESH = False
 
 REDIS_URL = CONFIG.redis_url

@@ -36,6 +36,9 @@ export const ui = {
   send: $("send"),
   stop: $("stop"),
   toBottom: $("to-bottom"),
+  attention: $("attention"),
+  attentionCount: $("attention-count"),
+  attentionList: $("attention-list"),
 };
 
 /** The page's state: the conversations, the selected one and its view. */
@@ -55,6 +58,9 @@ export const hooks = {
   composerError: (_message) => {},
   restoreDraft: (_text) => {},
   selected: (_id) => {}, // a conversation (or none) is now shown
+  shown: (_id, _sequence) => {}, // a conversation's view shows its events up to this sequence
+  unread: (_id, _count) => {}, // the server says a conversation's unread count moved
+  attentionChanged: () => {}, // the needs-you list may have changed
 };
 
 // ---------------------------------------------------------------------------------------

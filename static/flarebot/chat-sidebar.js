@@ -66,13 +66,15 @@ export function renderSidebar() {
         event.preventDefault();
         select(conversation.id);
       });
+      li.append(link);
+      if (conversation.unread > 0) li.append(unreadMark(conversation.unread));
       li.append(
-        link,
         button("✎", "icon-button rename", () => startEdit(conversation.id, "rename"), `Rename ${conversation.name}`),
         button("×", "icon-button delete", () => startEdit(conversation.id, "delete"), `Delete ${conversation.name}`),
       );
     }
     li.classList.toggle("current", current);
+    li.classList.toggle("unread", conversation.unread > 0);
     return li;
   });
   ui.list.replaceChildren(...items);
@@ -84,7 +86,25 @@ export function renderSidebar() {
   }
   ui.listEmpty.hidden = state.conversations.length > 0;
   ui.title.textContent = currentName();
-  document.title = state.currentId ? `${currentName()} · Flarebot` : "Flarebot";
+  // The total unread leads the title ("(3) Flarebot"), so a background tab shows it.
+  const total = unreadTotal();
+  const title = state.currentId ? `${currentName()} · Flarebot` : "Flarebot";
+  document.title = total > 0 ? `(${total}) ${title}` : title;
+  // Narrow screens hide the list: the menu button says that something in it is unread.
+  const elsewhere = state.conversations.some((c) => c.unread > 0 && c.id !== state.currentId);
+  ui.toggle.classList.toggle("has-unread", elsewhere);
+}
+
+export function unreadTotal() {
+  return state.conversations.reduce((total, c) => total + (c.unread > 0 ? c.unread : 0), 0);
+}
+
+/** The count beside a conversation's name (outside its link, whose name stays the conversation's). */
+function unreadMark(count) {
+  const mark = el("span", "unread-count", count > 99 ? "99+" : String(count));
+  mark.title = `${count} unread`;
+  mark.append(el("span", "visually-hidden", " unread"));
+  return mark;
 }
 
 function startEdit(id, mode) {

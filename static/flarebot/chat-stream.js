@@ -100,7 +100,8 @@ export class EventStream {
     if (!this.alive) return;
     this.closeSocket();
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const url = `${scheme}//${location.host}/ws/conversations/${this.id}/?last_sequence=${this.lastSequence}`;
+    // notices=1: also the owner's unread counts and needs-you changes (chat-unread.js, chat-attention.js).
+    const url = `${scheme}//${location.host}/ws/conversations/${this.id}/?last_sequence=${this.lastSequence}&notices=1`;
     const socket = new WebSocket(url);
     this.socket = socket;
     let settling = 0;
@@ -109,6 +110,11 @@ export class EventStream {
       // call it live, and send again, only once it stayed open for a moment.
       settling = setTimeout(() => {
         if (socket !== this.socket || socket.readyState !== WebSocket.OPEN) return;
+        // Back after a drop: owner-wide frames sent meanwhile are never replayed; read again.
+        if (this.attempt > 0) {
+          hooks.conversationsChanged();
+          hooks.attentionChanged();
+        }
         this.attempt = 0;
         setConnection("live");
         // A message sent before a drop may never have been stored: send it again; the
@@ -198,6 +204,9 @@ export class EventStream {
     else if (frame.type === "ack") this.onAck(frame.request_id, frame.turn_id);
     else if (frame.type === "error") this.onErrorFrame(frame);
     else if (frame.type === "frame") this.tasks.onPicture(frame);
+    // The owner's, whatever this socket's conversation: a count moved, the needs-you list changed.
+    else if (frame.type === "unread") hooks.unread(frame.conversation_id, Number(frame.unread) || 0);
+    else if (frame.type === "attention_changed") hooks.attentionChanged();
   }
 
   onAck(requestId, turnId) {

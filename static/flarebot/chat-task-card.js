@@ -41,6 +41,7 @@ export class TaskCard {
 
     this.el = el("section", "task-card");
     this.el.dataset.proposalId = proposalId;
+    this.el.id = `browser-task-${proposalId}`; // the needs-you list's links land here
     this.el.setAttribute("aria-label", "Browser task");
     this.head = el("div", "task-head");
     this.title = el("span", "task-title", "Browser task");

@@ -168,7 +168,7 @@ export class ConversationView extends EventStream {
     this.placeTaskCards();
     this.loaded = true;
     scroll.stick = true;
-    const linked = location.hash.startsWith("#turn-") ? document.getElementById(location.hash.slice(1)) : null;
+    const linked = /^#(turn|browser-task)-/.test(location.hash) ? document.getElementById(location.hash.slice(1)) : null;
     // A turn to show (a link, a search result) needs everything above it laid out first.
     this.flush(linked || this.message ? Infinity : FIRST_SCREEN);
     this.changed();
@@ -268,6 +268,7 @@ export class ConversationView extends EventStream {
   /** The set of turns or their states changed: update the controls that depend on them. */
   changed() {
     if (!this.alive) return;
+    if (this.loaded) hooks.shown(this.id, this.lastSequence); // the owner's read mark follows what is shown
     const active = [...this.turns.values()].some((turn) => turn.active) || this.tasks.unfinished;
     ui.stop.hidden = !active;
     ui.empty.hidden = !this.loaded || this.turns.size > 0 || this.pending.size > 0;

@@ -7,6 +7,8 @@
 
 import "./chat-actions.js";
 import "./chat-keys.js";
+import { attentionChanged, attentionLoad } from "./chat-attention.js";
+import { unreadSet, unreadShown } from "./chat-unread.js";
 import { loadModel } from "./chat-header.js";
 import { clearSearch } from "./chat-search.js";
 import { composerChanged, hideComposerError, showComposerError } from "./chat-composer.js";
@@ -22,6 +24,9 @@ import {
 
 hooks.conversationGone = conversationGone;
 hooks.conversationsChanged = scheduleConversationsRefresh;
+hooks.shown = unreadShown;
+hooks.unread = unreadSet;
+hooks.attentionChanged = attentionChanged;
 hooks.composerError = (message) => (message ? showComposerError(message) : hideComposerError());
 hooks.restoreDraft = (text) => {
   if (ui.input.value) return;
@@ -83,6 +88,7 @@ document.addEventListener("visibilitychange", () => {
 
 async function start() {
   loadModel(); // the header's model switch and, for a new owner, what to set up first
+  attentionLoad();
   let conversations;
   try {
     conversations = await loadConversations();

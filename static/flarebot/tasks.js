@@ -55,7 +55,21 @@ export function tasksSection(root = document.getElementById("tasks")) {
     loaded = true;
     section.render();
     showLimits();
+    runsShown();
   }
+
+  // Failed and missed runs leave the chat page's needs-you list once the owner has seen
+  // them here: when this section, loaded, is on screen in a visible tab.
+  let onScreen = false;
+  function runsShown() {
+    if (!loaded || !onScreen || document.visibilityState !== "visible") return;
+    api("POST", "/api/tasks/runs/seen/").catch(() => {}); // the list keeps them; the next showing tries again
+  }
+  new IntersectionObserver((entries) => {
+    onScreen = entries.some((entry) => entry.isIntersecting);
+    runsShown();
+  }).observe(root);
+  document.addEventListener("visibilitychange", runsShown);
 
   newButton.addEventListener("click", () => section.gate.run(section.form.openCreate));
   reloadButton.addEventListener("click", () =>

@@ -58,7 +58,8 @@ def test_it_creates_a_conversation_with_the_default_name(owner_client):
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"id", "name", "created_at", "updated_at"}
+    assert set(body) == {"id", "name", "created_at", "updated_at", "unread"}
+    assert body["unread"] == 0
     assert body["name"] == "New conversation"
     assert UUID_LOWER.match(body["id"])
     assert ISO_Z.match(body["created_at"])
@@ -271,6 +272,7 @@ def test_it_lists_newest_updated_first_then_by_id(owner_client):
         "name": "Conversation 1",
         "created_at": body["conversations"][0]["created_at"],
         "updated_at": "2030-05-01T12:00:00.000Z",
+        "unread": 0,
     }
 
 

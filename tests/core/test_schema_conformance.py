@@ -78,7 +78,8 @@ CONFIG = schemathesis.Config.from_dict(
             {
                 # What JSON Schema cannot say, and a valid request may still be refused for (400):
                 # a cursor is one the endpoint returned; an instant is in the future and a cron
-                # expression occurs; the current password is the owner's.
+                # expression occurs; the current password is the owner's; a read mark is at most
+                # the conversation's last event.
                 "include-name": name,
                 "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "404", "409", "429"]}},
             }
@@ -86,6 +87,7 @@ CONFIG = schemathesis.Config.from_dict(
                 "GET /api/conversations/{conversation_id}/activities/",
                 "GET /api/tasks/{task_id}/runs/",
                 "POST /api/account/password/",
+                "POST /api/conversations/{conversation_id}/read/",
                 "POST /api/tasks/",
                 "PUT /api/tasks/{task_id}/",
             )
