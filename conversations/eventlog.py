@@ -20,6 +20,7 @@ from django.db import transaction
 from conversations.events import NewEvent, conversation_group
 from conversations.models import Conversation, Event
 from conversations.publisher import group_publish
+from conversations.signals import events_stored
 from conversations.sql import sequences_allocate
 from flarebot.core.rows import rows_insert
 
@@ -66,6 +67,8 @@ def events_insert(numbered: Sequence[tuple[uuid.UUID, int, Sequence[NewEvent]]])
         for i, (kind, turn_id, data) in enumerate(events)
     ]
     rows_insert(Event, rows)
+    if events_stored.has_listeners():
+        events_stored.send(sender=Event, rows=rows)
     return [
         event_frame_of(sequence=row["sequence"], kind=row["kind"], turn_id=row["turn_id"], data=row["data"])
         for row in rows
