@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import base64
+import uuid
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from conversations.browser_tasks.services import browser_task_propose
+from conversations.turns import turn_submit
+from notifications import jobs as notifications_jobs
 from notifications import services
 from notifications.models import Delivery, DeliveryStatus, Notification
 from tasks.models import RunStatus
@@ -251,3 +255,47 @@ def test_quiet_hours_hold_all_but_questions_and_send_a_summary_when_they_end(tas
     assert summary["message"] == (
         f"a task run failed or was missed; a task run completed; a browser task finished.\n{settings.FLAREBOT_ORIGIN}/"
     )
+
+
+def propose(conversation, turn_id, call: str):
+    return browser_task_propose(
+        conversation_id=conversation.id,
+        turn_id=turn_id,
+        tool_call_id=call,
+        goal=f"Pay the bill; the page said {PAGE}",
+        start_url="https://bank.example/pay",
+        restrictions=[],
+    )
+
+
+def test_only_a_proposal_of_an_unattended_run_is_told(task, conversation, json_receiver):
+    destination = add(json_url(json_receiver))
+    attended, _ = turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text="Pay my bill.")
+    propose(conversation, attended.id, "call-1")
+    run = run_ends(task, status=RunStatus.RUNNING)
+    proposal = propose(conversation, run.turn_id, "call-2")
+
+    deliver(destination)
+
+    [payload] = json_receiver.payloads()
+    assert payload["title"] == "An unattended run proposed a browser task"
+    assert payload["message"] == (
+        "Task “Check the bank” in “Morning reports”: start or dismiss it.\n"
+        f"{settings.FLAREBOT_ORIGIN}/?c={conversation.id}#proposal-{proposal.id}"
+    )
+
+
+def test_the_job_gets_only_the_destinations_id_after_commit(
+    task, json_receiver, monkeypatch, django_capture_on_commit_callbacks
+):
+    destination = add(json_url(json_receiver))
+    sent: list[tuple[str, object]] = []
+    monkeypatch.setattr(services.current_app, "send_task", lambda name, args, eta=None: sent.append((name, args)))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        run_ends(task)
+        assert sent == []
+
+    assert sent == [("notifications.jobs.destination_deliver", [str(destination.id)])]
+    notifications_jobs.destination_deliver(str(destination.id))
+    assert [p["title"] for p in json_receiver.payloads()] == ["A task run failed"]
