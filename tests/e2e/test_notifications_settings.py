@@ -1,10 +1,15 @@
-"""Settings -> Notifications in Chromium, against a loopback JSON webhook, at 1280 and 375 px."""
+"""Settings -> Notifications in Chromium against a loopback JSON webhook, at 1280 and 375 px; a task's "notify me"."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from conversations.services import conversation_create
+from tasks import services as task_services
+from tasks.models import Task
 from tests.e2e.conftest import ARTIFACTS, screenshot
 from tests.e2e.settings_support import Dialogs, api_get, dialogs, patient_expect, settings_page
 from tests.support.notify_receivers import http_receiver
@@ -71,3 +76,28 @@ def test_owner_adds_tests_tunes_and_deletes_a_destination(settings_page: Page, d
     expect(section.locator("#notify-empty")).to_be_visible()
     assert dialogs == ["confirm"]
     assert api_get(page, "/api/notifications/destinations/")["destinations"] == []
+
+
+def test_a_tasks_notify_me_switch_is_saved_from_the_tasks_form(settings_page: Page) -> None:
+    conversation = conversation_create(name="Reports")
+    data = task_services.task_input_clean(
+        name="Weekly summary",
+        instructions="Summarise my week.",
+        schedule={"kind": "cron", "expression": "0 9 * * 1", "timezone": "UTC"},
+        enabled=True,
+    )
+    task, _ = task_services.task_create(task_id=uuid.uuid4(), conversation_id=conversation.id, data=data)
+    page = settings_page
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    page.locator("#tasks-list .task").first.get_by_role("button", name="Edit").click()
+    switch = page.locator("#task-form").get_by_label("Notify me when a run completes")
+    expect(switch).not_to_be_checked()
+
+    switch.check()
+    page.get_by_role("button", name="Save task").click()
+
+    expect(page.locator("#tasks-message")).to_have_text("Saved “Weekly summary”.")
+    assert Task.objects.get(id=task.id).notify_on_completion is True
+    page.locator("#tasks-list .task").first.get_by_role("button", name="Edit").click()
+    expect(switch).to_be_checked()
