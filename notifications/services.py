@@ -234,7 +234,12 @@ def notifications_record_events(sender: object, *, rows: Sequence[Mapping[str, A
     telling = [row for row in rows if row["kind"] in TELLING]
     if not telling:
         return
-    notifications_record(events=telling)
+    try:
+        # A savepoint: whatever goes wrong here never undoes the events (or the change they announce).
+        with transaction.atomic():
+            notifications_record(events=telling)
+    except Exception:
+        logger.warning("could not record what %d events tell the owner", len(telling), exc_info=True)
 
 
 def notifications_record(*, events: Iterable[Mapping[str, Any]]) -> list[Notification]:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import base64
+import threading
 import uuid
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from conversations.browser_tasks.services import browser_task_propose
+from conversations.models import Event
 from conversations.turns import turn_submit
 from notifications import jobs as notifications_jobs
 from notifications import services
@@ -299,3 +302,39 @@ def test_the_job_gets_only_the_destinations_id_after_commit(
     assert sent == [("notifications.jobs.destination_deliver", [str(destination.id)])]
     notifications_jobs.destination_deliver(str(destination.id))
     assert [p["title"] for p in json_receiver.payloads()] == ["A task run failed"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_at_once_send_a_delivery_once(task, json_receiver):
+    destination = add(json_url(json_receiver))
+    run_ends(task)
+    json_receiver.delay = 0.3  # the first send is still on its way when the second worker looks
+    now = timezone.now()
+
+    def worker() -> None:
+        try:
+            services.destination_deliver(destination_id=destination.id, now=now)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(json_receiver.payloads()) == 1
+    assert Delivery.objects.get().status == DeliveryStatus.SENT
+
+
+def test_a_broken_notification_never_undoes_its_event(task, monkeypatch):
+    add("json://127.0.0.1:9/hook")
+
+    def broken(**kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(services, "told_of", broken)
+    run = run_ends(task)
+
+    assert Event.objects.filter(conversation_id=run.conversation_id, kind="task_run.updated").count() == 1
+    assert not Notification.objects.exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class HttpReceiver:
 
     port: int
     status: int = 200
+    delay: float = 0.0  # seconds before it answers
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -60,7 +62,8 @@ def http_receiver() -> Iterator[HttpReceiver]:
             body = self.rfile.read(length)
             with receiver.lock:
                 receiver.received.append(Received(self.path, dict(self.headers), body))
-                status = receiver.status
+                status, delay = receiver.status, receiver.delay
+            time.sleep(delay)
             payload = b'{"id":"x"}' if status < 300 else b"refused"
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
