@@ -115,10 +115,10 @@ class Delivery(BaseModel):
             models.CheckConstraint(condition=models.Q(kind__in=Kind.values), name="notif_delivery_kind_valid"),
         ]
         indexes = [
-            # destination_deliver: a destination's pending deliveries that are due
+            # _take: a destination's pending deliveries that are due
             models.Index(fields=["destination", "status", "due_at"], name="notif_delivery_due"),
-            # destination_deliver (the coalescing minute): the last message of a kind to a destination
-            models.Index(fields=["destination", "kind", "sent_at"], name="notif_delivery_last_sent"),
+            # _take (the coalescing minute): the last message of a kind claimed for a destination
+            models.Index(fields=["destination", "kind", "claimed_at"], name="notif_delivery_last_claim"),
             # notifications_sweep: due pending deliveries and stale claims of every destination
             models.Index(fields=["status", "due_at"], name="notif_delivery_sweep"),
             # failures_list: the latest failed deliveries

@@ -24,7 +24,7 @@ from typing import Any
 from celery import current_app
 from django.conf import settings as django_settings
 from django.db import transaction
-from django.db.models import F, Max, Min
+from django.db.models import F, Max, Min, QuerySet
 from django.utils import timezone
 
 from flarebot.core.crypto import DecryptionFailed, Secret, seal, unseal
@@ -312,13 +312,48 @@ def _message(deliveries: Sequence[Delivery], *, summary_of_quiet: bool) -> Messa
     )
 
 
-def _claim(ids: Sequence[uuid.UUID], now: datetime) -> list[Delivery]:
+def _claim(pending: QuerySet[Delivery], now: datetime) -> list[Delivery]:
     """Take these pending deliveries for one send; return those taken (none a second time)."""
     claim = uuid.uuid4()
-    Delivery.objects.filter(id__in=ids, status=DeliveryStatus.PENDING).update(
+    pending.filter(status=DeliveryStatus.PENDING).update(
         status=DeliveryStatus.SENDING, claim=claim, claimed_at=now, attempts=F("attempts") + 1, updated_at=now
     )
     return list(Delivery.objects.select_related("notification").filter(claim=claim, status=DeliveryStatus.SENDING))
+
+
+def _take(destination: Destination, now: datetime) -> list[tuple[list[Delivery], bool]]:
+    """Claim what is due to a destination, as the messages to send: (deliveries, quiet hours' summary).
+
+    The destination's row is locked while the coalescing minute is checked and the claims
+    are made, so two workers at once never both send a kind's message within the minute.
+    A message counts from its claim, not its arrival.
+    """
+    messages: list[tuple[list[Delivery], bool]] = []
+    with transaction.atomic():
+        if Destination.objects.select_for_update().filter(id=destination.id).first() is None:
+            return []
+        due = Delivery.objects.filter(destination=destination, status=DeliveryStatus.PENDING, due_at__lte=now)
+        quiet_end = quiet_until(settings_get(), now)
+        if quiet_end is not None:
+            due.exclude(kind=Kind.NEEDS_ANSWER).update(held=True, due_at=quiet_end, updated_at=now)
+        held = _claim(due.filter(held=True), now)
+        if held:
+            messages.append((held, True))
+        for kind in sorted(set(due.filter(held=False).values_list("kind", flat=True))):
+            last = Delivery.objects.filter(
+                destination=destination,
+                kind=kind,
+                status__in=[DeliveryStatus.SENDING, DeliveryStatus.SENT],
+                claimed_at__isnull=False,
+            ).aggregate(at=Max("claimed_at"))["at"]
+            of_kind = due.filter(held=False, kind=kind)
+            if last is not None and now < last + COALESCE:
+                of_kind.update(due_at=last + COALESCE, updated_at=now)
+                continue
+            taken = _claim(of_kind, now)
+            if taken:
+                messages.append((taken, False))
+    return messages
 
 
 def _finish(taken: Sequence[Delivery], failure: TransportError | None, now: datetime) -> datetime | None:
@@ -344,12 +379,7 @@ def _finish(taken: Sequence[Delivery], failure: TransportError | None, now: date
     return retry_at
 
 
-def _send(
-    destination: Destination, url: Secret | None, ids: Sequence[uuid.UUID], now: datetime, *, quiet: bool
-) -> datetime | None:
-    taken = _claim(ids, now)
-    if not taken:
-        return None
+def _send(url: Secret | None, taken: Sequence[Delivery], now: datetime, *, quiet: bool) -> datetime | None:
     failure: TransportError | None
     if url is None:
         failure = TransportError(UNREADABLE, permanent=True)
@@ -373,35 +403,12 @@ def destination_deliver(*, destination_id: uuid.UUID, now: datetime | None = Non
     destination = Destination.objects.filter(id=destination_id).first()
     if destination is None:
         return None
-    pending = Delivery.objects.filter(destination=destination, status=DeliveryStatus.PENDING)
-    quiet_end = quiet_until(settings_get(), now)
-    if quiet_end is not None:
-        pending.filter(due_at__lte=now).exclude(kind=Kind.NEEDS_ANSWER).update(
-            held=True, due_at=quiet_end, updated_at=now
-        )
-    due = list(pending.filter(due_at__lte=now).order_by("created_at").values_list("id", "kind", "held"))
-    if not due:
+    messages = _take(destination, now)
+    if not messages:
         return None
     url = _url(destination)
-    retries: list[datetime] = []
-    held = [d for d, _, h in due if h]
-    if held:
-        retries.append(_send(destination, url, held, now, quiet=True) or now)
-    by_kind: dict[str, list[uuid.UUID]] = {}
-    for delivery_id, kind, was_held in due:
-        if not was_held:
-            by_kind.setdefault(kind, []).append(delivery_id)
-    for kind, ids in by_kind.items():
-        last = Delivery.objects.filter(destination=destination, kind=kind, sent_at__isnull=False).aggregate(
-            at=Max("sent_at")
-        )["at"]
-        if last is not None and now < last + COALESCE:
-            Delivery.objects.filter(id__in=ids, status=DeliveryStatus.PENDING).update(
-                due_at=last + COALESCE, updated_at=now
-            )
-            continue
-        retries.append(_send(destination, url, ids, now, quiet=False) or now)
-    later = [at for at in retries if at > now]
+    retries = [_send(url, taken, now, quiet=quiet) for taken, quiet in messages]
+    later = [at for at in retries if at is not None]
     return min(later) if later else None
 
 

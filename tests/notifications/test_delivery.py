@@ -173,7 +173,7 @@ def test_a_worker_that_stopped_while_sending_leaves_it_failed_not_sent_again(tas
     destination = add(json_url(json_receiver))
     run_ends(task)
     now = timezone.now()
-    services._claim(list(Delivery.objects.values_list("id", flat=True)), now)  # the worker stops here
+    services._claim(Delivery.objects.all(), now)  # the worker stops here
 
     due = services.notifications_sweep(now=now + services.STALE_CLAIM + timedelta(seconds=1))
     for destination_id in due:
@@ -338,3 +338,17 @@ def test_a_broken_notification_never_undoes_its_event(task, monkeypatch):
 
     assert Event.objects.filter(conversation_id=run.conversation_id, kind="task_run.updated").count() == 1
     assert not Notification.objects.exists()
+
+
+def test_a_message_still_on_its_way_starts_the_minute(task, json_receiver):
+    destination = add(json_url(json_receiver))
+    run_ends(task)
+    now = timezone.now()
+    services._claim(Delivery.objects.all(), now)  # another worker is sending it right now
+    run_ends(task)
+
+    services.destination_deliver(destination_id=destination.id, now=now + timedelta(seconds=10))
+
+    assert json_receiver.received == []
+    waiting = Delivery.objects.get(status=DeliveryStatus.PENDING)
+    assert waiting.due_at == now + services.COALESCE
