@@ -330,7 +330,9 @@ def _take(destination: Destination, now: datetime) -> list[tuple[list[Delivery],
     """
     messages: list[tuple[list[Delivery], bool]] = []
     with transaction.atomic():
-        if Destination.objects.select_for_update().filter(id=destination.id).first() is None:
+        # FOR NO KEY UPDATE: the events' transactions insert deliveries that refer to this row
+        # (a key-share lock) and never wait for it.
+        if Destination.objects.select_for_update(no_key=True).filter(id=destination.id).first() is None:
             return []
         due = Delivery.objects.filter(destination=destination, status=DeliveryStatus.PENDING, due_at__lte=now)
         quiet_end = quiet_until(settings_get(), now)
