@@ -368,7 +368,8 @@ def _finish(taken: Sequence[Delivery], failure: TransportError | None, now: date
     retry_at: datetime | None = None
     for delivery in taken:
         last = failure.permanent or delivery.attempts >= MAX_ATTEMPTS
-        tried = f"{failure.message} (tried {delivery.attempts} time{'s' if delivery.attempts != 1 else ''})"
+        times = f"{delivery.attempts} time{'s' if delivery.attempts != 1 else ''}"
+        tried = f"{failure.message.rstrip('.')} (tried {times})."
         if last:
             values: dict[str, Any] = {"status": DeliveryStatus.FAILED, "error": tried[:300]}
         else:

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
+from django.conf import settings
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from conversations.services import conversation_create
+from flarebot.core.crypto import seal
+from flarebot.core.models import Installation
+from notifications import services
+from notifications.models import Destination
 from tasks import services as task_services
 from tasks.models import Task
 from tests.e2e.conftest import ARTIFACTS, screenshot
 from tests.e2e.settings_support import Dialogs, api_get, dialogs, patient_expect, settings_page
+from tests.notifications.conftest import question_opens
 from tests.support.notify_receivers import http_receiver
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -22,7 +30,9 @@ SECRET = "e2e-s3cret-t0ken"
 
 
 @pytest.mark.parametrize("width", [1280, 375])
-def test_owner_adds_tests_tunes_and_deletes_a_destination(settings_page: Page, dialogs: Dialogs, width: int) -> None:
+def test_owner_adds_tests_tunes_and_deletes_a_destination(
+    settings_page: Page, dialogs: Dialogs, width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     page = settings_page
     page.set_viewport_size({"width": width, "height": 900})
     section = page.locator("#notifications")
@@ -62,8 +72,34 @@ def test_owner_adds_tests_tunes_and_deletes_a_destination(settings_page: Page, d
     assert saved["quiet_hours"] == {"enabled": True, "start": "22:30", "end": "06:45", "time_zone": "Europe/Berlin"}
     expect(section.locator("#notify-no-failures")).to_be_visible()
 
+    # A browser task asks while the webhook refuses every try: after the last one it shows as failed.
+    [destination] = api_get(page, "/api/notifications/destinations/")["destinations"]
+    with http_receiver() as refusing:
+        refusing.status = 500
+        Destination.objects.filter(id=destination["id"]).update(
+            sealed=seal(
+                f"json://127.0.0.1:{refusing.port}/hook/{SECRET}",
+                server_secret=settings.SECRET_KEY,
+                installation_id=Installation.objects.get().installation_id,
+            )
+        )
+        # This test makes the tries itself, with a clock hours apart: the live worker is not
+        # asked to (it would race them), and the sweep finds nothing due before the last.
+        monkeypatch.setattr(services, "_enqueue", lambda *args, **kwargs: None)
+        question_opens(conversation_create(name="Bank"))
+        now = timezone.now()
+        for n in range(services.MAX_ATTEMPTS):
+            services.destination_deliver(destination_id=uuid.UUID(destination["id"]), now=now + timedelta(hours=n))
+        assert len(refusing.received) == services.MAX_ATTEMPTS
+
     page.reload()
     expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    failure = section.locator("#notify-failures li")
+    expect(failure).to_contain_text("A browser task waits for your approval → Webhook")
+    expect(failure).to_contain_text("The destination did not accept the message (refused, or could not be reached)")
+    expect(failure).to_contain_text("tried 5 times")
+    expect(section.locator("#notify-no-failures")).to_be_hidden()
+    assert SECRET not in page.content()
     expect(completed).to_be_checked()
     expect(section.locator("#notify-quiet-zone")).to_have_value("Europe/Berlin")
     widths = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
