@@ -20,6 +20,7 @@ from django.db import transaction
 from conversations.events import NewEvent, OwnerChanged, conversation_group, event_moves_attention
 from conversations.models import UNREAD_EVENT_KINDS, Conversation, Event
 from conversations.publisher import group_publish
+from conversations.signals import events_stored
 from conversations.sql import sequences_allocate
 from flarebot.core.rows import rows_insert
 from flarebot.core.sessions import OWNER_SOCKETS_GROUP
@@ -67,6 +68,8 @@ def events_insert(numbered: Sequence[tuple[uuid.UUID, int, Sequence[NewEvent]]])
         for i, (kind, turn_id, data) in enumerate(events)
     ]
     rows_insert(Event, rows)
+    if events_stored.has_listeners():
+        events_stored.send(sender=Event, rows=rows)
     return [
         event_frame_of(sequence=row["sequence"], kind=row["kind"], turn_id=row["turn_id"], data=row["data"])
         for row in rows

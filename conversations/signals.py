@@ -10,6 +10,13 @@ the transaction that ends a turn, after its closing event was appended. Receiver
 write should do so after commit (`transaction.on_commit`); the turn's end does not wait
 for them, and a receiver that fails must not undo it. Upper apps (tasks) use it to project
 the runs they started; their own reconciliation repairs what a lost receiver missed.
+
+`events_stored` is sent (with `rows`: each stored event's `conversation_id`, `sequence`,
+`kind`, `turn_id` and `data`) by `eventlog.events_insert`, the one place events are
+written, inside the writer's transaction. Receivers write in that transaction, so what
+they derive from an event is committed with it or not at all; they must be cheap for the
+kinds they ignore (streamed text passes here), and must not raise for an event they
+cannot use. Upper apps (notifications) use it to record what the owner is told.
 """
 
 from __future__ import annotations
@@ -18,3 +25,4 @@ from django.dispatch import Signal
 
 conversation_torn_down = Signal()
 turn_ended = Signal()
+events_stored = Signal()

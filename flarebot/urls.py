@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/", include("conversations.urls")),
     path("api/", include("memory.urls")),
     path("api/", include("tasks.urls")),
+    path("api/", include("notifications.urls")),
     # The admin signs in through Flarebot's own throttled sign-in page.
     path("admin/login/", RedirectView.as_view(url="/login/?next=/admin/", query_string=False)),
     path("admin/", admin.site.urls),

@@ -169,6 +169,14 @@ class TaskCreateInput(StrictSerializer):
     instructions = described(INSTRUCTIONS, AnyField())
     schedule = described(SCHEDULE, AnyField())
     enabled = described({"type": "boolean"}, AnyField())
+    notify_on_completion = described(
+        {
+            "type": "boolean",
+            "description": "“Notify me”: each completed run is sent to the notification destinations. "
+            "Optional; a new task leaves it off, an edit without it keeps it.",
+        },
+        AnyField(required=False),
+    )
 
 
 class TaskUpdateInput(StrictSerializer):
@@ -179,6 +187,14 @@ class TaskUpdateInput(StrictSerializer):
     instructions = described(INSTRUCTIONS, AnyField())
     schedule = described(SCHEDULE, AnyField())
     enabled = described({"type": "boolean"}, AnyField())
+    notify_on_completion = described(
+        {
+            "type": "boolean",
+            "description": "“Notify me”: each completed run is sent to the notification destinations. "
+            "Optional; a new task leaves it off, an edit without it keeps it.",
+        },
+        AnyField(required=False),
+    )
 
 
 class RunInput(StrictSerializer):
@@ -213,6 +229,9 @@ TaskOutput = inline_serializer(
             "an expression without a plain wording as “Cron 0 9 1-7 * 1, Europe/Berlin”."
         ),
         "enabled": serializers.BooleanField(),
+        "notify_on_completion": serializers.BooleanField(
+            help_text="“Notify me”: each completed run is sent to the notification destinations (an addition)."
+        ),
         "version": serializers.IntegerField(min_value=1, max_value=MAX_VERSION),
         "next_run_at": serializers.DateTimeField(allow_null=True),
         "upcoming": serializers.ListField(child=serializers.DateTimeField()),
@@ -236,6 +255,16 @@ INVALID = (
     "`invalid_task`, `invalid_schedule`, `invalid_id`, or `invalid` (a body field); "
     "the message says it in words, `fields` names the field."
 )
+
+
+def notify_check(fields: dict[str, Any]) -> None:
+    """`notify_on_completion` may be left out (as before it existed), but when given it is true or false."""
+    if "notify_on_completion" in fields and type(fields["notify_on_completion"]) is not bool:
+        raise _refused(
+            "Whether a completed run notifies you must be true or false.",
+            field="notify_on_completion",
+            code="invalid_task",
+        )
 
 
 def _no_body(request: Request) -> None:
@@ -266,12 +295,14 @@ class TaskListApi(APIView):
         body.is_valid(raise_exception=True)
         fields = body.validated_data
         task_id = id_parse(fields["id"])
+        notify_check(fields)
         conversation_id = target_parse(fields.get("conversation_id"), fields.get("new_conversation", False))
         data = services.task_input_clean(
             name=fields["name"],
             instructions=fields["instructions"],
             schedule=fields["schedule"],
             enabled=fields["enabled"],
+            notify_on_completion=fields.get("notify_on_completion"),
         )
         task, _ = services.task_create(task_id=task_id, conversation_id=conversation_id, data=data)
         return Response(selectors.task_view(task), status=status.HTTP_201_CREATED)
@@ -291,6 +322,7 @@ class TaskDetailApi(APIView):
         parsed = id_parse(task_id)
         body = TaskUpdateInput(data=request.data)
         body.is_valid(raise_exception=True)
+        notify_check(body.validated_data)
         task = services.task_update(task_id=parsed, **body.validated_data)
         return Response(selectors.task_view(task))
 

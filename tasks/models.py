@@ -45,6 +45,8 @@ class Task(BaseModel):
     cron_expression = models.CharField(max_length=120, blank=True, default="")
     timezone = models.CharField(max_length=64, blank=True, default="")
     enabled = models.BooleanField(default=True)
+    # "Notify me": a completed run of this task tells the owner (notifications), whatever the kind's switch says.
+    notify_on_completion = models.BooleanField(default=False)
     version = models.PositiveIntegerField(default=1)
     state = models.CharField(max_length=16, choices=TaskState.choices, default=TaskState.ACTIVE)
     # A one-off whose occurrence was run (or missed): it stays done until given a new instant.

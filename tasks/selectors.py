@@ -54,6 +54,7 @@ class TaskJson(TypedDict):
     schedule: dict[str, Any]
     schedule_text: str
     enabled: bool
+    notify_on_completion: bool
     version: int
     next_run_at: str | None
     upcoming: list[str]
@@ -118,6 +119,7 @@ def task_view(task: Task, *, previous: TaskRun | bool | None = False) -> TaskJso
         "schedule": schedule.as_json(),
         "schedule_text": schedule_words(schedule),
         "enabled": task.enabled,
+        "notify_on_completion": task.notify_on_completion,
         "version": task.version,
         "next_run_at": instant_text(next_at) if next_at else None,
         "upcoming": [instant_text(at) for at in shown],

@@ -67,6 +67,8 @@ class TaskInput:
     instructions: str
     schedule: Schedule
     enabled: bool
+    # "Notify me" when a run completes (an addition to `T`); None: as it is (a new task: off).
+    notify_on_completion: bool | None = None
 
 
 def name_clean(raw: str) -> str:
@@ -97,7 +99,9 @@ def instructions_clean(raw: str) -> str:
     return raw
 
 
-def task_input_clean(*, name: Any, instructions: Any, schedule: Any, enabled: Any) -> TaskInput:
+def task_input_clean(
+    *, name: Any, instructions: Any, schedule: Any, enabled: Any, notify_on_completion: Any = None
+) -> TaskInput:
     """Check and normalize a task's editable fields (the API and the tools share this)."""
     if not isinstance(name, str):
         raise TaskInvalid("The name must be a string.", field="name")
@@ -105,7 +109,11 @@ def task_input_clean(*, name: Any, instructions: Any, schedule: Any, enabled: An
         raise TaskInvalid("The instructions must be a string.", field="instructions")
     if type(enabled) is not bool:
         raise TaskInvalid("Whether the task is enabled must be true or false.", field="enabled")
-    return TaskInput(name_clean(name), instructions_clean(instructions), schedule_parse(schedule), enabled)
+    if notify_on_completion is not None and type(notify_on_completion) is not bool:
+        raise TaskInvalid("Whether a completed run notifies you must be true or false.", field="notify_on_completion")
+    return TaskInput(
+        name_clean(name), instructions_clean(instructions), schedule_parse(schedule), enabled, notify_on_completion
+    )
 
 
 def _creation_hash(conversation_id: uuid.UUID | None, data: TaskInput) -> str:
@@ -119,6 +127,9 @@ def _creation_hash(conversation_id: uuid.UUID | None, data: TaskInput) -> str:
         "schedule": schedule,
         "enabled": data.enabled,
     }
+    if data.notify_on_completion:
+        # Only when on, so that a request from before the switch existed hashes as it did.
+        document["notify_on_completion"] = True
     if conversation_id is None:
         document["new_conversation"] = True
     else:
@@ -135,6 +146,8 @@ def _apply(task: Task, data: TaskInput) -> None:
     task.name = data.name
     task.instructions = data.instructions
     task.enabled = data.enabled
+    if data.notify_on_completion is not None:
+        task.notify_on_completion = data.notify_on_completion
     task.schedule_kind = data.schedule.kind
     task.once_at = data.schedule.at
     task.cron_expression = data.schedule.expression
@@ -201,13 +214,20 @@ def task_update(
     schedule: Any,
     enabled: Any,
     conversation_id: uuid.UUID | None = None,
+    notify_on_completion: Any = None,
 ) -> Task:
     """Replace a task's editable fields if it is still at `expected_version`; never creates a task.
 
     A one-off that ran stays done when its unchanged instant is sent back; a new instant
     (in the future) arms it again. The task's unfinished runs are cancelled.
     """
-    data = task_input_clean(name=name, instructions=instructions, schedule=schedule, enabled=enabled)
+    data = task_input_clean(
+        name=name,
+        instructions=instructions,
+        schedule=schedule,
+        enabled=enabled,
+        notify_on_completion=notify_on_completion,
+    )
     now = timezone.now()
     with transaction.atomic():
         task = task_get(task_id=task_id, conversation_id=conversation_id, locked=True)

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "memory",
     "conversations",
     "tasks",
+    "notifications",
     "settings_ui",
 ]
 
@@ -236,6 +237,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 30.0,
         "options": {"expire_seconds": 30},
     },
+    "notifications-sweep": {
+        # Deliveries whose coalescing minute or quiet hours ended, retries a lost job left,
+        # and claims a stopped worker left (marked failed, never sent twice).
+        "task": "notifications.jobs.notifications_sweep",
+        "schedule": 10.0,
+        "options": {"expire_seconds": 10},
+    },
     "conversations-finish-deletions": {
         "task": "conversations.jobs.conversation_finish_deletions",
         "schedule": 300.0,
@@ -277,5 +285,8 @@ LOGGING = {
         # The provider SDKs' HTTP client logs every request at INFO.
         "httpx2": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        # Apprise's warnings may name a destination's host or path (a token, for some
+        # services); notifications reports outcomes in its own safe words instead.
+        "apprise": {"level": "CRITICAL"},
     },
 }

@@ -1,11 +1,12 @@
 // The settings page: model and provider keys, the agent's instructions, its memory and its tasks.
 // Everything is loaded from and saved through /api/settings/ and /api/memories/ (see
 // PROTOCOL.md); the page itself carries no private data. Stored keys are never shown: only
-// "Configured"/"Missing". The Memory, Tasks and System sections are modules of their own (memory.js, tasks.js, system.js).
+// "Configured"/"Missing". The Memory, Tasks, Notifications and System sections are modules of their own (memory.js, tasks.js, notifications.js, system.js).
 import { accountSection } from "./account.js";
 import { call as api, say } from "./api.js";
 import { localTime, showCount } from "./dom.js";
 import { memorySection } from "./memory.js";
+import { notificationsSection } from "./notifications.js";
 import { systemSection } from "./system.js";
 import { tasksSection } from "./tasks.js";
 
@@ -236,6 +237,7 @@ import { tasksSection } from "./tasks.js";
   const memory = memorySection();
   const system = systemSection();
   const tasks = tasksSection();
+  const notifications = notificationsSection();
 
   const pageStatus = byId("page-status");
   const retry = byId("page-retry");
@@ -253,6 +255,7 @@ import { tasksSection } from "./tasks.js";
       memory.load(),
       system.load(),
       tasks.load(),
+      notifications.load(),
     ]);
     if (mine !== loads) return;
     const failures = [catalogView, settings, instructions, facts, taskList].filter((r) => r.status === "rejected");

@@ -50,6 +50,7 @@ export function taskForm(root, section) {
     atLocal: find("#task-at-local"),
     zone: find("#task-zone"),
     enabled: find("#task-enabled"),
+    notify: find("#task-notify"),
     message: find("#task-form-message"),
     save: find("#task-save"),
     cancel: find("#task-cancel"),
@@ -145,6 +146,7 @@ export function taskForm(root, section) {
     f.at.value = "";
     setZone(BROWSER_ZONE);
     f.enabled.checked = true;
+    f.notify.checked = false;
     f.conversation.disabled = false;
     setRepeat("daily");
     say(f.message, "");
@@ -181,6 +183,7 @@ export function taskForm(root, section) {
       setRepeat("once");
     }
     f.enabled.checked = task.enabled;
+    f.notify.checked = Boolean(task.notify_on_completion);
     say(f.message, "");
     show();
   }
@@ -231,7 +234,13 @@ export function taskForm(root, section) {
       f[input].focus();
       return;
     }
-    const fields = { name: f.name.value, instructions: f.instructions.value, schedule, enabled: f.enabled.checked };
+    const fields = {
+      name: f.name.value,
+      instructions: f.instructions.value,
+      schedule,
+      enabled: f.enabled.checked,
+      notify_on_completion: f.notify.checked,
+    };
     say(f.message, "Saving…");
     try {
       let task;

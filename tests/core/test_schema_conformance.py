@@ -38,6 +38,7 @@ from hypothesis import settings as hypothesis_settings
 from conversations import services as conversation_services
 from conversations.turns import turn_submit
 from memory import services as memory_services
+from notifications import services as notification_services
 from tasks import services as task_services
 from tests.conftest import signed_in_client
 from tools.models import WriteProposal
@@ -79,7 +80,8 @@ CONFIG = schemathesis.Config.from_dict(
                 # What JSON Schema cannot say, and a valid request may still be refused for (400):
                 # a cursor is one the endpoint returned; an instant is in the future and a cron
                 # expression occurs; the current password is the owner's; a read mark is at most
-                # the conversation's last event.
+                # the conversation's last event; Apprise can parse a destination's URL; quiet
+                # hours end at another time than they start, in an IANA zone.
                 "include-name": name,
                 "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "404", "409", "429"]}},
             }
@@ -88,6 +90,8 @@ CONFIG = schemathesis.Config.from_dict(
                 "GET /api/tasks/{task_id}/runs/",
                 "POST /api/account/password/",
                 "POST /api/conversations/{conversation_id}/read/",
+                "POST /api/notifications/destinations/",
+                "PUT /api/notifications/settings/",
                 "POST /api/tasks/",
                 "PUT /api/tasks/{task_id}/",
             )
@@ -130,7 +134,10 @@ def existing(owner) -> dict[str, str]:
         input={"content": "The owner reads at night."},
         readback={"title": "Remember a new fact", "lines": ["The owner reads at night."]},
     )
+    # A loopback port nothing listens on: its test answers `ok` false at once.
+    destination = notification_services.destination_create(url="json://127.0.0.1:9/hook", label="Loopback")
     return {
+        "destination_id": str(destination.id),
         "conversation_id": str(conversation.id),
         "fact_id": str(fact.id),
         "task_id": str(task.id),

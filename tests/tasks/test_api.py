@@ -31,6 +31,7 @@ T_FIELDS = {
     "schedule",
     "schedule_text",
     "enabled",
+    "notify_on_completion",
     "version",
     "next_run_at",
     "upcoming",
@@ -245,6 +246,12 @@ def test_it_needs_exactly_one_conversation(owner_client: Client, conversation: C
         ({"instructions": " "}, "invalid_task", "instructions", "The instructions must not be blank."),
         ({"enabled": "yes"}, "invalid_task", "enabled", "Whether the task is enabled must be true or false."),
         (
+            {"notify_on_completion": "yes"},
+            "invalid_task",
+            "notify_on_completion",
+            "Whether a completed run notifies you must be true or false.",
+        ),
+        (
             {"conversation_id": "x"},
             "invalid_id",
             "conversation_id",
@@ -258,6 +265,22 @@ def test_refusals_say_what_is_wrong_in_words_and_name_the_field_beside(
     error = assert_error(send(owner_client, "post", LIST, body(conversation, **change)), 400, code)
     assert error == {"code": code, "message": message, "fields": {field: [message]}}
     assert "`" not in message
+
+
+def test_notify_me_is_an_optional_switch_old_clients_never_see_move(
+    owner_client: Client, conversation: Conversation
+) -> None:
+    old = create(owner_client, body(conversation))
+    assert old["notify_on_completion"] is False
+    on = create(owner_client, body(conversation, notify_on_completion=True))
+    assert on["notify_on_completion"] is True
+
+    kept = send(owner_client, "put", detail(on["id"]), edit(on, name="Renamed"))
+    assert kept.status_code == 200, kept.content
+    assert kept.json()["notify_on_completion"] is True
+    off = send(owner_client, "put", detail(on["id"]), edit(kept.json(), notify_on_completion=False))
+    assert off.json()["notify_on_completion"] is False
+    assert Task.objects.get(id=on["id"]).notify_on_completion is False
 
 
 def test_a_refused_cron_says_what_is_accepted_without_code_marks(

@@ -1,0 +1,138 @@
+"""Notification benchmark: from a task run's completion event to a loopback receiver, on the real stack.
+
+    .venv/bin/python bench/notify.py                    # PostgreSQL
+    .venv/bin/python bench/notify.py --database sqlite
+
+It starts a private stack (bench/harness.py: fresh database, own Redis database, daphne,
+worker and beat), adds one JSON-webhook destination (a loopback receiver in this process),
+switches the `run_completed` kind on, and makes 100 tasks due in the same minute
+(bench/tasks.py's `make_tasks`). For each run it reads when its completion event was
+stored and when the message that carried it reached the receiver, and prints p50/p99 of
+that lag, the lag of the first message (a kind's first in its minute goes at once), and
+how many messages arrived (the coalescing minute: the first, then one saying how many).
+Results are written to bench/results/notify.json. It does not run chat streams beside
+the tasks (bench/tasks.py measures the tasks' effect on streams).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.harness import BenchStack, start
+from bench.stream import percentile
+from bench.tasks import TASKS, _epoch, due_minute, make_tasks, sql_rows, wait_beat
+from tests.support.resources import free_port
+
+
+class Receiver:
+    """A JSON webhook on 127.0.0.1 that records each message with its arrival time."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.arrivals: list[tuple[float, dict[str, Any]]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.arrivals.append((time.time(), json.loads(body)))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def configure(bench: BenchStack, receiver: Receiver) -> None:
+    with bench.client() as http:
+        added = http.post(
+            "/api/notifications/destinations/", json={"url": f"json://127.0.0.1:{receiver.port}/", "label": "Bench"}
+        )
+        assert added.status_code == 201, added.text
+        kinds = {"needs_answer": True, "proposal": True, "run_failed": True, "browser_finished": True}
+        body = {
+            "kinds": {**kinds, "run_completed": True},
+            "quiet_hours": {"enabled": False, "start": None, "end": None, "time_zone": "UTC"},
+        }
+        saved = http.put("/api/notifications/settings/", json=body)
+        assert saved.status_code == 200, saved.text
+
+
+def measure(bench: BenchStack, receiver: Receiver, timeout: float = 240) -> dict[str, Any]:
+    """Wait until every run's delivery was sent; return the lags from its event to the receiver."""
+    deadline = time.time() + timeout
+    query = (
+        "SELECT n.created_at, d.sent_at FROM notifications_delivery d"
+        " JOIN notifications_notification n ON n.id = d.notification_id WHERE d.status = ?"
+    )
+    sent: list[tuple[Any, ...]] = []
+    while time.time() < deadline:
+        sent = sql_rows(bench, query, ["sent"])
+        if len(sent) >= TASKS:
+            break
+        time.sleep(1)
+    time.sleep(1)  # the last message's arrival
+    # A delivery is carried by the first message that arrived at or after its send began.
+    arrivals = sorted(at for at, _ in receiver.arrivals)
+    lags = []
+    for created, sent_at in sent:
+        began = _epoch(sent_at)
+        arrived = next((at for at in arrivals if at >= began - 0.001), None)
+        if arrived is not None:
+            lags.append(arrived - _epoch(created))
+    lags.sort()
+    first = min(lags) if lags else None
+    return {
+        "runs": TASKS,
+        "delivered": len(lags),
+        "messages": len(receiver.arrivals),
+        "titles": [payload["title"] for _, payload in sorted(receiver.arrivals, key=lambda item: item[0])],
+        "event_to_receiver_p50_s": percentile(lags, 50) if lags else None,
+        "event_to_receiver_p99_s": percentile(lags, 99) if lags else None,
+        "first_message_s": first,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
+    args = parser.parse_args()
+    receiver = Receiver()
+    bench = start(database=args.database)
+    try:
+        wait_beat(bench)
+        configure(bench, receiver)
+        due = due_minute()
+        make_tasks(bench, due)
+        time.sleep(max(0.0, due.timestamp() - time.time()))
+        figures = measure(bench, receiver)
+    finally:
+        bench.stop()
+        receiver.stop()
+    figures = {"database": args.database, "measured_at": datetime.now(UTC).isoformat(), **figures}
+    print(json.dumps(figures, indent=2))
+    out = Path(__file__).resolve().parent / "results" / "notify.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,433 @@
+"""Writes of notifications: destinations, settings, recording what events tell, and delivering it.
+
+- Recording runs inside the transaction that stores the events (`events_stored`), so a
+  notification exists exactly when its event does; its deliveries' job is enqueued after
+  commit with only the destination's id.
+- A delivery is claimed (pending -> sending, with a fresh claim) by one conditional update
+  before anything is sent; a claim that a stopped worker left behind is marked failed by
+  the sweep, never sent again (it may have arrived).
+- At most one message per destination per kind per `COALESCE` window: what comes within
+  it waits for the window's end and goes as one message saying how many.
+- Quiet hours (in their own time zone) hold every kind but "needs an answer"; when they
+  end, everything they held goes to each destination as one summary.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from typing import Any
+
+from celery import current_app
+from django.conf import settings as django_settings
+from django.db import transaction
+from django.db.models import F, Max, Min, QuerySet
+from django.utils import timezone
+
+from flarebot.core.crypto import DecryptionFailed, Secret, seal, unseal
+from flarebot.core.errors import InvalidInput
+from flarebot.core.installation import installation_get_verified
+from flarebot.core.rows import transaction_lock
+from flarebot.core.text import has_control_characters, has_disguising_characters, has_lone_surrogates
+from notifications.errors import (
+    DestinationInvalid,
+    DestinationNotFound,
+    DestinationsFull,
+    DestinationUnreadable,
+    SettingsInvalid,
+)
+from notifications.messages import PLURALS, TELLING, Told, one_line, told_of
+from notifications.models import Delivery, DeliveryStatus, Destination, Kind, Notification, NotificationSettings
+from notifications.transport import Message, TransportError, message_send, url_masked, url_parses
+from tasks.models import Task
+from tasks.schedule import zone, zone_parse
+
+logger = logging.getLogger(__name__)
+
+MAX_DESTINATIONS = 10
+LABEL_MAX = 60
+URL_MAX = 1000
+MAX_ATTEMPTS = 5
+BACKOFF = (timedelta(seconds=15), timedelta(seconds=60), timedelta(minutes=5), timedelta(minutes=15))
+COALESCE = timedelta(minutes=1)
+# A claim older than this belongs to a worker that stopped mid-send (the send's bound is far shorter).
+STALE_CLAIM = timedelta(minutes=2)
+KEEP = timedelta(days=30)  # how long told notifications are kept
+SEND_JOB = "notifications.jobs.destination_deliver"
+DESTINATIONS_ADD_LOCK = "notifications:destinations-add"
+KINDS = tuple(Kind.values)
+STALE_MESSAGE = "A worker stopped while sending this; it may have arrived, so it is not sent again."
+
+
+# Destinations
+
+
+def _installation_id() -> uuid.UUID:
+    installation = installation_get_verified()
+    if installation is None:
+        raise InvalidInput("Flarebot has no owner installation.", code="installation_unavailable")
+    return installation.installation_id
+
+
+def destination_create(*, url: Any, label: Any) -> Destination:
+    """Add a destination (an Apprise URL, sealed at rest) under the limit, or refuse and change nothing."""
+    if not isinstance(label, str):
+        raise DestinationInvalid("The label must be a string.", field="label")
+    if not isinstance(url, str):
+        raise DestinationInvalid("The URL must be a string.", field="url")
+    label = label.strip()
+    if not 1 <= len(label) <= LABEL_MAX:
+        raise DestinationInvalid(f"The label must be 1-{LABEL_MAX} characters long.", field="label")
+    if has_control_characters(label) or has_disguising_characters(label) or has_lone_surrogates(label):
+        raise DestinationInvalid("The label must not contain control or invisible characters.", field="label")
+    url = url.strip()
+    if not 1 <= len(url) <= URL_MAX:
+        raise DestinationInvalid(f"The URL must be 1-{URL_MAX} characters long.", field="url")
+    if has_control_characters(url) or has_lone_surrogates(url) or any(c.isspace() for c in url):
+        raise DestinationInvalid("The URL must not contain spaces or control characters.", field="url")
+    if not url_parses(url):
+        raise DestinationUnreadable(
+            "Apprise cannot read this URL: name a service it knows in its URL form, "
+            "such as ntfy://host/topic, json://host/path or mailto://user:password@host."
+        )
+    sealed = seal(url, server_secret=django_settings.SECRET_KEY, installation_id=_installation_id())
+    with transaction.atomic():
+        transaction_lock(DESTINATIONS_ADD_LOCK)
+        if Destination.objects.count() >= MAX_DESTINATIONS:
+            raise DestinationsFull(f"There are {MAX_DESTINATIONS} destinations already; delete one to add another.")
+        return Destination.objects.create(label=label, sealed=sealed, masked=url_masked(url))
+
+
+def destination_delete(*, destination_id: uuid.UUID) -> None:
+    """Delete a destination and what was still to be sent to it; absent is fine."""
+    Destination.objects.filter(id=destination_id).delete()
+
+
+def _url(destination: Destination) -> Secret | None:
+    try:
+        return unseal(
+            bytes(destination.sealed), server_secret=django_settings.SECRET_KEY, installation_id=_installation_id()
+        )
+    except DecryptionFailed:
+        return None
+
+
+UNREADABLE = "The stored URL can no longer be read (the server secret or the installation changed); add it again."
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    ok: bool
+    message: str
+
+
+def destination_test(*, destination_id: uuid.UUID) -> TestOutcome:
+    """Send a test message to a destination now, within the send's time bound, and say how it went."""
+    destination = Destination.objects.filter(id=destination_id).first()
+    if destination is None:
+        raise DestinationNotFound()
+    url = _url(destination)
+    if url is None:
+        return TestOutcome(False, UNREADABLE)
+    message = Message(
+        title="Flarebot test",
+        body=f"Notifications reach “{one_line(destination.label)}”.\n{django_settings.FLAREBOT_ORIGIN}/settings/",
+    )
+    try:
+        message_send(url=url, message=message)
+    except TransportError as error:
+        return TestOutcome(False, error.message)
+    return TestOutcome(True, "The destination accepted the test message.")
+
+
+# Settings
+
+
+def settings_get() -> NotificationSettings:
+    """The settings row, or unsaved defaults."""
+    return NotificationSettings.objects.first() or NotificationSettings()
+
+
+def _clock(raw: Any, field: str) -> time:
+    if not isinstance(raw, str) or len(raw) != 5 or raw[2] != ":" or not (raw[:2] + raw[3:]).isdigit():
+        raise SettingsInvalid("A time of quiet hours must be HH:MM, such as 22:00.", field=field)
+    hour, minute = int(raw[:2]), int(raw[3:])
+    if hour > 23 or minute > 59:
+        raise SettingsInvalid("A time of quiet hours must be HH:MM from 00:00 to 23:59.", field=field)
+    return time(hour, minute)
+
+
+def settings_update(*, kinds: Any, quiet_hours: Any) -> NotificationSettings:
+    """Replace the kinds and quiet hours; held deliveries follow (quiet hours off: they go now)."""
+    if not isinstance(kinds, Mapping) or set(kinds) != set(KINDS):
+        raise SettingsInvalid(f"The kinds must name exactly {', '.join(KINDS)}.", field="kinds")
+    for name in KINDS:
+        if type(kinds[name]) is not bool:
+            raise SettingsInvalid(f"kinds.{name} must be true or false.", field=f"kinds.{name}")
+    if not isinstance(quiet_hours, Mapping) or set(quiet_hours) != {"enabled", "start", "end", "time_zone"}:
+        raise SettingsInvalid(
+            "The quiet hours must name exactly enabled, start, end and time_zone.", field="quiet_hours"
+        )
+    enabled = quiet_hours["enabled"]
+    if type(enabled) is not bool:
+        raise SettingsInvalid("quiet_hours.enabled must be true or false.", field="quiet_hours.enabled")
+    start = end = None
+    if enabled or quiet_hours["start"] is not None or quiet_hours["end"] is not None:
+        start = _clock(quiet_hours["start"], "quiet_hours.start")
+        end = _clock(quiet_hours["end"], "quiet_hours.end")
+        if start == end:
+            raise SettingsInvalid("Quiet hours must end at another time than they start.", field="quiet_hours.end")
+    try:
+        time_zone = zone_parse(quiet_hours["time_zone"])
+    except Exception:
+        raise SettingsInvalid(
+            "The time zone must be an IANA time zone such as Europe/Berlin or UTC.", field="quiet_hours.time_zone"
+        ) from None
+    with transaction.atomic():
+        row = NotificationSettings.objects.select_for_update().first() or NotificationSettings()
+        for name in KINDS:
+            setattr(row, name, kinds[name])
+        row.quiet_enabled, row.quiet_start, row.quiet_end, row.quiet_time_zone = enabled, start, end, time_zone
+        row.save()
+        if not enabled:
+            now = timezone.now()
+            Delivery.objects.filter(status=DeliveryStatus.PENDING, held=True, due_at__gt=now).update(due_at=now)
+    return row
+
+
+def quiet_until(row: NotificationSettings, now: datetime) -> datetime | None:
+    """When the quiet hours `now` falls in end, or None outside them."""
+    if not row.quiet_enabled or row.quiet_start is None or row.quiet_end is None:
+        return None
+    tz = zone(row.quiet_time_zone)
+    local = now.astimezone(tz)
+    clock = local.time()
+    start, end = row.quiet_start, row.quiet_end
+    inside = start <= clock < end if start < end else clock >= start or clock < end
+    if not inside:
+        return None
+    ends = datetime.combine(local.date(), end, tzinfo=tz)
+    if ends <= local:
+        ends = datetime.combine(local.date() + timedelta(days=1), end, tzinfo=tz)
+    return ends.astimezone(now.tzinfo)
+
+
+# Recording
+
+
+def _wanted(told: Told, row: NotificationSettings) -> bool:
+    if getattr(row, told.kind):
+        return True
+    # "Notify me" on a task: its completed runs are told even when the kind is off.
+    return (
+        told.kind == Kind.RUN_COMPLETED
+        and told.task_id is not None
+        and Task.objects.filter(id=told.task_id, notify_on_completion=True).exists()
+    )
+
+
+def notifications_record_events(sender: object, *, rows: Sequence[Mapping[str, Any]], **kwargs: object) -> None:
+    """Record what stored events tell the owner, in their transaction (the `events_stored` receiver)."""
+    telling = [row for row in rows if row["kind"] in TELLING]
+    if not telling:
+        return
+    try:
+        # A savepoint: whatever goes wrong here never undoes the events (or the change they announce).
+        with transaction.atomic():
+            notifications_record(events=telling)
+    except Exception:
+        logger.warning("could not record what %d events tell the owner", len(telling), exc_info=True)
+
+
+def notifications_record(*, events: Iterable[Mapping[str, Any]]) -> list[Notification]:
+    """Write the notifications these events tell and their deliveries; enqueue sending after commit."""
+    destinations = list(Destination.objects.values_list("id", flat=True))
+    if not destinations:
+        return []
+    row = settings_get()
+    now = timezone.now()
+    recorded: list[Notification] = []
+    for event in events:
+        try:
+            told = told_of(conversation_id=event["conversation_id"], kind=event["kind"], data=event["data"])
+        except (KeyError, TypeError, ValueError):
+            logger.warning("event %s of conversation %s has no usable shape", event["kind"], event["conversation_id"])
+            continue
+        if told is None or not _wanted(told, row) or Notification.objects.filter(key=told.key).exists():
+            continue
+        notification = Notification.objects.create(
+            kind=told.kind,
+            key=told.key,
+            conversation_id=told.conversation_id,
+            title=one_line(told.title, 120),
+            summary=one_line(told.summary),
+            path=told.path,
+        )
+        Delivery.objects.bulk_create(
+            Delivery(notification=notification, destination_id=d, kind=told.kind, due_at=now) for d in destinations
+        )
+        recorded.append(notification)
+    if recorded:
+        transaction.on_commit(lambda: _enqueue(destinations))
+    return recorded
+
+
+def _enqueue(destination_ids: Iterable[uuid.UUID], *, eta: datetime | None = None) -> None:
+    """Ask a worker to deliver to these destinations; the sweep covers a lost message, so this never raises."""
+    for destination_id in destination_ids:
+        try:
+            current_app.send_task(SEND_JOB, args=[str(destination_id)], eta=eta)
+        except Exception:
+            logger.warning("could not enqueue the delivery to destination %s", destination_id, exc_info=True)
+
+
+# Delivering
+
+
+def _link(path: str) -> str:
+    return f"{django_settings.FLAREBOT_ORIGIN}{path}"
+
+
+def _message(deliveries: Sequence[Delivery], *, summary_of_quiet: bool) -> Message:
+    """One message for these deliveries: one notification as it is, several by how many there are."""
+    latest = max(deliveries, key=lambda d: d.notification.created_at).notification
+    if len(deliveries) == 1 and not summary_of_quiet:
+        return Message(title=latest.title, body=f"{latest.summary}\n{_link(latest.path)}")
+    counts: dict[str, int] = {}
+    for delivery in deliveries:
+        counts[delivery.kind] = counts.get(delivery.kind, 0) + 1
+    if summary_of_quiet:
+        parts = [PLURALS[Kind(kind)].format(n=n) if n > 1 else Kind(kind).label.lower() for kind, n in counts.items()]
+        return Message(
+            title=f"While quiet hours held them: {len(deliveries)} notifications",
+            body=one_line("; ".join(parts) + ".") + f"\n{_link('/')}",
+        )
+    kind = Kind(deliveries[0].kind)
+    return Message(
+        title=PLURALS[kind].format(n=len(deliveries)),
+        body=f"Latest: {latest.title}. {latest.summary}\n{_link(latest.path)}",
+    )
+
+
+def _claim(pending: QuerySet[Delivery], now: datetime) -> list[Delivery]:
+    """Take these pending deliveries for one send; return those taken (none a second time)."""
+    claim = uuid.uuid4()
+    pending.filter(status=DeliveryStatus.PENDING).update(
+        status=DeliveryStatus.SENDING, claim=claim, claimed_at=now, attempts=F("attempts") + 1, updated_at=now
+    )
+    return list(Delivery.objects.select_related("notification").filter(claim=claim, status=DeliveryStatus.SENDING))
+
+
+def _take(destination: Destination, now: datetime) -> list[tuple[list[Delivery], bool]]:
+    """Claim what is due to a destination, as the messages to send: (deliveries, quiet hours' summary).
+
+    The destination's row is locked while the coalescing minute is checked and the claims
+    are made, so two workers at once never both send a kind's message within the minute.
+    A message counts from its claim, not its arrival.
+    """
+    messages: list[tuple[list[Delivery], bool]] = []
+    with transaction.atomic():
+        # FOR NO KEY UPDATE: the events' transactions insert deliveries that refer to this row
+        # (a key-share lock) and never wait for it.
+        if Destination.objects.select_for_update(no_key=True).filter(id=destination.id).first() is None:
+            return []
+        due = Delivery.objects.filter(destination=destination, status=DeliveryStatus.PENDING, due_at__lte=now)
+        quiet_end = quiet_until(settings_get(), now)
+        if quiet_end is not None:
+            due.exclude(kind=Kind.NEEDS_ANSWER).update(held=True, due_at=quiet_end, updated_at=now)
+        held = _claim(due.filter(held=True), now)
+        if held:
+            messages.append((held, True))
+        for kind in sorted(set(due.filter(held=False).values_list("kind", flat=True))):
+            last = Delivery.objects.filter(
+                destination=destination,
+                kind=kind,
+                status__in=[DeliveryStatus.SENDING, DeliveryStatus.SENT],
+                claimed_at__isnull=False,
+            ).aggregate(at=Max("claimed_at"))["at"]
+            of_kind = due.filter(held=False, kind=kind)
+            if last is not None and now < last + COALESCE:
+                of_kind.update(due_at=last + COALESCE, updated_at=now)
+                continue
+            taken = _claim(of_kind, now)
+            if taken:
+                messages.append((taken, False))
+    return messages
+
+
+def _finish(taken: Sequence[Delivery], failure: TransportError | None, now: datetime) -> datetime | None:
+    """Record a send's outcome; return when a retry is due, if one is."""
+    if failure is None:
+        Delivery.objects.filter(id__in=[d.id for d in taken], status=DeliveryStatus.SENDING).update(
+            status=DeliveryStatus.SENT, sent_at=now, error="", updated_at=now
+        )
+        return None
+    retry_at: datetime | None = None
+    for delivery in taken:
+        last = failure.permanent or delivery.attempts >= MAX_ATTEMPTS
+        times = f"{delivery.attempts} time{'s' if delivery.attempts != 1 else ''}"
+        tried = f"{failure.message.rstrip('.')} (tried {times})."
+        if last:
+            values: dict[str, Any] = {"status": DeliveryStatus.FAILED, "error": tried[:300]}
+        else:
+            due = now + BACKOFF[min(delivery.attempts, len(BACKOFF)) - 1]
+            values = {"status": DeliveryStatus.PENDING, "due_at": due, "error": tried[:300]}
+            retry_at = due if retry_at is None else min(retry_at, due)
+        Delivery.objects.filter(id=delivery.id, status=DeliveryStatus.SENDING, claim=delivery.claim).update(
+            **values, updated_at=now
+        )
+    return retry_at
+
+
+def _send(url: Secret | None, taken: Sequence[Delivery], now: datetime, *, quiet: bool) -> datetime | None:
+    failure: TransportError | None
+    if url is None:
+        failure = TransportError(UNREADABLE, permanent=True)
+    else:
+        try:
+            message_send(url=url, message=_message(taken, summary_of_quiet=quiet))
+            failure = None
+        except TransportError as error:
+            failure = error
+    return _finish(taken, failure, now)
+
+
+def destination_deliver(*, destination_id: uuid.UUID, now: datetime | None = None) -> datetime | None:
+    """Send what is due to one destination; return when a failed send is to be tried again, if one is.
+
+    Held deliveries whose quiet hours ended go as one summary; the others go as one message
+    per kind, unless a message of that kind went out less than `COALESCE` ago: then they
+    wait for the window's end (the sweep sends them).
+    """
+    now = now or timezone.now()
+    destination = Destination.objects.filter(id=destination_id).first()
+    if destination is None:
+        return None
+    messages = _take(destination, now)
+    if not messages:
+        return None
+    url = _url(destination)
+    retries = [_send(url, taken, now, quiet=quiet) for taken, quiet in messages]
+    later = [at for at in retries if at is not None]
+    return min(later) if later else None
+
+
+def notifications_sweep(*, now: datetime | None = None) -> list[uuid.UUID]:
+    """Fail claims a stopped worker left, drop old notifications; return destinations with deliveries due."""
+    now = now or timezone.now()
+    Delivery.objects.filter(status=DeliveryStatus.SENDING, claimed_at__lt=now - STALE_CLAIM).update(
+        status=DeliveryStatus.FAILED, error=STALE_MESSAGE, updated_at=now
+    )
+    Notification.objects.filter(created_at__lt=now - KEEP).exclude(
+        deliveries__status__in=[DeliveryStatus.PENDING, DeliveryStatus.SENDING]
+    ).delete()
+    return list(
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, due_at__lte=now)
+        .values("destination_id")
+        .annotate(first=Min("due_at"))
+        .order_by("first")
+        .values_list("destination_id", flat=True)[:MAX_DESTINATIONS]
+    )
