@@ -155,7 +155,9 @@ async def scenario(bench: BenchStack, streams: int, rounds: int) -> dict[str, ob
             duplicated += 1 if len(tokens) > CHUNKS or len(set(tokens)) != len(tokens) else 0
             if len(tokens) == CHUNKS and expected is None:
                 dropped += 1
-        if client.sequences != list(range(client.sequences[0], client.sequences[0] + len(client.sequences))):
+        if client.sequences and client.sequences != list(
+            range(client.sequences[0], client.sequences[0] + len(client.sequences))
+        ):
             duplicated += 1
         for at, text in client.deltas:
             for token in text.split():
@@ -176,6 +178,7 @@ async def scenario(bench: BenchStack, streams: int, rounds: int) -> dict[str, ob
         "stream_ratio": {"p50": percentile(ratios, 50), "max": max(ratios) if ratios else float("nan")},
         "mean_ratio": statistics.fmean(ratios) if ratios else float("nan"),
         "errors": errors,
+        "error_kinds": sorted({kind for client in clients for kind in client.errors}),
         "streams_with_dropped_deltas": dropped,
         "streams_with_duplicated_deltas": duplicated,
         "completed": sum(1 for c in clients if c.done),
@@ -267,6 +270,8 @@ def main() -> None:
     out.write_text(json.dumps({**summary, "results": results}, indent=2))
     for r in results:
         print(f"{r['streams']:>7} streams, first delta by stage (p50 ms): {r['first_delta_stages_ms_p50']}")
+        if r["error_kinds"]:
+            print(f"{r['streams']:>7} streams, errors seen: {', '.join(r['error_kinds'])}")
     print(f"written {out}")
 
 
