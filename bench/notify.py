@@ -10,13 +10,16 @@ switches the `run_completed` kind on, and makes 100 tasks due in the same minute
 stored and when the message that carried it reached the receiver, and prints p50/p99 of
 that lag, the lag of the first message (a kind's first in its minute goes at once), and
 how many messages arrived (the coalescing minute: the first, then one saying how many).
-Results are written to bench/results/notify.json. It does not run chat streams beside
-the tasks (bench/tasks.py measures the tasks' effect on streams).
+Beside the burst it runs 20 chat streams (bench/tasks.py's rounds: 400 chunks, 20 ms
+apart, submitted 2 s before the runs fall due) and compares them with 20 streams run
+alone first: the streams' figures must not move. Results are written to
+bench/results/notify.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import threading
@@ -30,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import BenchStack, start
 from bench.stream import percentile
-from bench.tasks import TASKS, _epoch, due_minute, make_tasks, sql_rows, wait_beat
+from bench.tasks import TASKS, _epoch, due_minute, make_tasks, sql_rows, streams_round, summarize_streams, wait_beat
 from tests.support.resources import free_port
 
 
@@ -111,6 +114,23 @@ def measure(bench: BenchStack, receiver: Receiver, timeout: float = 240) -> dict
     }
 
 
+async def main_async(bench: BenchStack, receiver: Receiver) -> dict[str, Any]:
+    """20 streams alone, then 20 streams submitted just before the 100 runs fall due; then the deliveries."""
+    wait_beat(bench)
+    configure(bench, receiver)
+    await streams_round(bench, None, 0)  # warm-up
+    alone = [await streams_round(bench, None, 1)]
+    due = due_minute()
+    make_tasks(bench, due)
+    beside = [await streams_round(bench, due.timestamp(), 100)]
+    figures = await asyncio.to_thread(measure, bench, receiver)
+    return {
+        **figures,
+        "streams_without_tasks": summarize_streams(alone),
+        "streams_beside_tasks_and_notifications": summarize_streams(beside),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
@@ -118,12 +138,7 @@ def main() -> None:
     receiver = Receiver()
     bench = start(database=args.database)
     try:
-        wait_beat(bench)
-        configure(bench, receiver)
-        due = due_minute()
-        make_tasks(bench, due)
-        time.sleep(max(0.0, due.timestamp() - time.time()))
-        figures = measure(bench, receiver)
+        figures = asyncio.run(main_async(bench, receiver))
     finally:
         bench.stop()
         receiver.stop()

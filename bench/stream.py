@@ -271,7 +271,7 @@ def main() -> None:
     for r in results:
         print(f"{r['streams']:>7} streams, first delta by stage (p50 ms): {r['first_delta_stages_ms_p50']}")
         if r["error_kinds"]:
-            print(f"{r['streams']:>7} streams, errors seen: {', '.join(r['error_kinds'])}")
+            print(f"{r['streams']:>7} streams, errors seen: {r['error_kinds']}")
     print(f"written {out}")
 
 
