@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "tools",
     "memory",
     "conversations",
+    "attachments",
     "tasks",
     "settings_ui",
 ]
@@ -230,6 +231,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "tasks.jobs.tasks_reconcile",
         "schedule": 30.0,
         "options": {"expire_seconds": 30},
+    },
+    "attachments-sweep": {
+        # Uploads interrupted over an hour ago, and blobs no attachment names any more.
+        "task": "attachments.jobs.attachments_sweep",
+        "schedule": 600.0,
+        "options": {"expire_seconds": 600},
     },
     "conversations-finish-deletions": {
         "task": "conversations.jobs.conversation_finish_deletions",
