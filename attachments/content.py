@@ -111,7 +111,12 @@ def _content(row: Attachment | None, part: dict[str, Any], mode: str | None, *, 
             head, shown, total = pdf_head(path.read_bytes(), PDF_PAGES_INLINE)
             rest = "" if shown == total else f" Pages 1-{shown} of {total} are attached; {_more(part)}"
             return {**part, "mode": way, "data": base64.b64encode(head).decode(), "text": f"[{label}.{rest}]"}
-        text = pdf_text(path.read_bytes()) if row.media_type == MediaType.PDF else text_read(path)
+        if row.media_type == MediaType.PDF:
+            text, shown, total = pdf_text(path.read_bytes(), pages=PDF_PAGES_INLINE)
+            if shown < total:
+                label += f"; pages 1-{shown} of {total}, {_more(part)}"
+        else:
+            text = text_read(path)
         return {**part, "mode": way, "text": inline_text(label, text, part)}
     except Exception:
         # A malformed PDF or an unreadable blob: the model is told, the turn goes on.
@@ -138,10 +143,16 @@ def pdf_reader(data: bytes) -> Any:
     return PdfReader(io.BytesIO(data))
 
 
-def pdf_text(data: bytes) -> str:
-    """Return a PDF's text, each page after a `--- page N ---` marker."""
+def pdf_text(data: bytes, *, pages: int | None = None, first: int = 1) -> tuple[str, int, int]:
+    """Return the text of a PDF's pages from `first` (at most `pages` of them), each after a `--- page N ---` marker.
+
+    Also returns the number of the last page read and how many pages the PDF has.
+    """
     reader = pdf_reader(data)
-    return "\n".join(f"--- page {i} ---\n{page.extract_text() or ''}" for i, page in enumerate(reader.pages, 1))
+    total = len(reader.pages)
+    last = total if pages is None else min(total, first - 1 + pages)
+    text = "\n".join(f"--- page {i} ---\n{reader.pages[i - 1].extract_text() or ''}" for i in range(first, last + 1))
+    return text, last, total
 
 
 def pdf_head(data: bytes, pages: int) -> tuple[bytes, int, int]:
