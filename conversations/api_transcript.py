@@ -13,6 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from attachments.errors import AttachmentInvalid
+from attachments.limits import MESSAGE_FILES_MAX
 from conversations import eventlog, selectors, turns
 from conversations.api import ConversationOutput
 from conversations.errors import ConversationNotFound
@@ -54,6 +56,18 @@ class MessageSubmitInput(StrictSerializer):
             help_text=(
                 "An addition: send this as a new version of a shown turn's message (the same text answers it "
                 "again: Regenerate, Retry; another text edits it). 409 `branch_busy` while an answer is written."
+            ),
+        ),
+    )
+    attachments = described(
+        {"type": "array", "items": uuid_schema(lowercase=False), "maxItems": MESSAGE_FILES_MAX},
+        # Taken as sent: attachments.services checks it, with one error code for any fault.
+        serializers.JSONField(
+            required=False,
+            help_text=(
+                "An addition: ids of files uploaded to this conversation (POST .../attachments/) and not sent yet; "
+                "`text` may then be empty. 400 `invalid_attachment`, 413 `too_large` (over 100 MB in all); not "
+                "with `version_of` (a version keeps its message's attachments)."
             ),
         ),
     )
@@ -218,7 +232,15 @@ class MessageListApi(APIView):
 
     @extend_schema(
         request=MessageSubmitInput,
-        responses={202: TurnAccepted, **errors(*BODY_STATUSES, e400="`invalid_text`, `invalid_id`, ..."), **NOT_FOUND},
+        responses={
+            202: TurnAccepted,
+            **errors(
+                *BODY_STATUSES,
+                e400="`invalid_text`, `invalid_id`, `invalid_version`, `invalid_attachment`, ...",
+                e409="`branch_busy`: with `version_of`, while an answer is being written.",
+            ),
+            **NOT_FOUND,
+        },
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         parsed = parse_uuid(conversation_id, what="conversation id")
@@ -226,8 +248,13 @@ class MessageListApi(APIView):
         body.is_valid(raise_exception=True)
         request_id = parse_uuid(body.validated_data["request_id"], what="request_id")
         text, version_of = body.validated_data["text"], body.validated_data.get("version_of")
+        attachments = body.validated_data.get("attachments")
         if version_of is None:
-            turn, _ = turns.turn_submit(conversation_id=parsed, request_id=request_id, text=text)
+            turn, _ = turns.turn_submit(
+                conversation_id=parsed, request_id=request_id, text=text, attachments=attachments
+            )
+        elif attachments:
+            raise AttachmentInvalid("attachments: a version keeps its message's attachments; send none with it.")
         else:
             turn = turns.turn_submit_version_published(
                 conversation_id=parsed,

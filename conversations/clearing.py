@@ -4,7 +4,8 @@ Lowest first, as a teardown: the active turn and an unfinished browser task are 
 (each keeps nothing: their output goes with the rest), every tool releases what it holds
 for the conversation (containers, browser contexts a task kept). Then one transaction, under
 the conversation's row lock (which a submit also takes), removes its messages, tool
-activities, sources (parts of the messages), message search entries, proposals, browser
+activities, sources (parts of the messages), attachments (and their blobs no other
+row names), message search entries, proposals, browser
 tasks and events, and leaves each turn as an id-only tombstone (its id, request id and
 ordinal, so a replayed `user_message` is still recognised). One `conversation.cleared`
 event, with the next sequence, tells every tab to start over.
@@ -20,6 +21,7 @@ import uuid
 from django.db import transaction
 from django.utils import timezone
 
+from attachments.services import attachments_delete
 from conversations import sql
 from conversations.browser_tasks.lifecycle import browser_tasks_stop_for_deletion
 from conversations.errors import ConversationNotFound
@@ -89,6 +91,7 @@ def _history_remove(conversation_id: uuid.UUID) -> None:
     Conversation.objects.filter(id=conversation_id).update(branch_head=None, branch_head_parent=None)
     SearchEntry.objects.filter(conversation_id=conversation_id, message__isnull=False).delete()
     Event.objects.filter(conversation_id=conversation_id).delete()
+    attachments_delete(conversation_id=conversation_id)  # sent or not; blobs go after commit
     Message.objects.filter(conversation_id=conversation_id).delete()
     activities_delete(conversation_id=conversation_id)
     write_proposals_delete(conversation_id=conversation_id)

@@ -19,6 +19,7 @@ from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import timezone
 
+from attachments.errors import AttachmentInvalid
 from conversations import eventlog, selectors, turns
 from conversations.browser_tasks import services as browser_tasks
 from conversations.clearing import conversation_clear
@@ -97,7 +98,11 @@ def _as_owner(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
 
 
 @_as_owner
-def _submit(conversation_id: uuid.UUID, request_id: str, text: str, version_of: str | None) -> turns.Submitted:
+def _submit(
+    conversation_id: uuid.UUID, request_id: str, text: str, version_of: str | None, attachments: list[Any] | None
+) -> turns.Submitted:
+    if version_of is not None and attachments:
+        raise AttachmentInvalid("attachments: a version keeps its message's attachments; send none with it.")
     if version_of is not None:
         return turns.turn_submit_version_unpublished(
             conversation_id=conversation_id,
@@ -105,7 +110,9 @@ def _submit(conversation_id: uuid.UUID, request_id: str, text: str, version_of: 
             text=text,
             version_of=uuid.UUID(version_of),
         )
-    return turns.turn_submit_unpublished(conversation_id=conversation_id, request_id=uuid.UUID(request_id), text=text)
+    return turns.turn_submit_unpublished(
+        conversation_id=conversation_id, request_id=uuid.UUID(request_id), text=text, attachments=attachments
+    )
 
 
 @_as_owner
@@ -287,7 +294,14 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         key, conversation_id = self.session_key, self.conversation_id
         frame_session_check(frame, conversation_id=conversation_id)
         if frame["type"] == "user_message":
-            submitted = await _submit(key, conversation_id, frame["request_id"], frame["text"], frame.get("version_of"))
+            submitted = await _submit(
+                key,
+                conversation_id,
+                frame["request_id"],
+                frame["text"],
+                frame.get("version_of"),
+                frame.get("attachments"),
+            )
             ack = {"type": "ack", "request_id": frame["request_id"].lower(), "turn_id": str(submitted.turn.id)}
             await self.send(text_data=json.dumps(ack))
             # Published from this loop: a thread hopping back here would wait on it.

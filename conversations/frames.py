@@ -24,6 +24,8 @@ class UserMessageFrame(TypedDict):
     text: str
     # An addition: a new version of a shown turn's message (conversations.versions).
     version_of: NotRequired[str]
+    # An addition: ids of files uploaded to the conversation (attachments.services checks them).
+    attachments: NotRequired[list[str]]
 
 
 class CancelAgentFrame(TypedDict):
@@ -91,7 +93,7 @@ _FIELDS: dict[str, dict[str, type]] = {
 }
 # Fields a frame may leave out (additions to the contract: older clients do not send them).
 _OPTIONAL: dict[str, dict[str, type]] = {
-    "user_message": {"version_of": str},
+    "user_message": {"version_of": str, "attachments": list},
     "critical_point_response": {"approve": bool, "session_id": str},
     "email_consent_response": {"session_id": str},
 }

@@ -16,6 +16,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils import timezone
 
+from attachments.services import attachments_delete
 from conversations.browser_tasks.lifecycle import browser_tasks_stop_for_deletion
 from conversations.errors import ConversationNotFound
 from conversations.eventlog import owner_changed_send
@@ -154,6 +155,7 @@ def conversation_teardown(*, conversation_id: uuid.UUID) -> bool:
         return False
     activities_delete(conversation_id=conversation_id)
     write_proposals_delete(conversation_id=conversation_id)
+    attachments_delete(conversation_id=conversation_id)
     conversation_torn_down.send(sender=Conversation, conversation_id=conversation_id)
     Conversation.objects.filter(id=conversation_id, state=ConversationState.DELETING).delete()
     return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from attachments.services import attachment_part, attachments_claim, attachments_for_message
 from conversations import sql
 from conversations.cancel_bus import publish_cancel
 from conversations.doorbell import doorbell_ring, durable_send_later
@@ -61,9 +63,14 @@ UNFINISHED = (TurnStatus.QUEUED, TurnStatus.RUNNING)
 INTERRUPTED_TOO_OFTEN = "The answer was interrupted repeatedly and was stopped. Send your message again."
 
 
-def user_text_clean(text: str) -> str:
-    """Check a user message (its line breaks made `\n`): 1-32,000 characters (UTF-16 code units), no NUL."""
+def user_text_clean(text: str, *, attachments: bool = False) -> str:
+    """Check a user message (its line breaks made `\n`): 1-32,000 characters (UTF-16 code units), no NUL.
+
+    A message with attachments may have no text at all (`""`); blank text is refused still.
+    """
     text = line_breaks_normalize(text)
+    if attachments and text == "":
+        return text
     if not 1 <= utf16_length(text) <= MAX_TEXT_UTF16:
         raise InvalidInput(f"text: must be 1-{MAX_TEXT_UTF16} characters.", code="invalid_text")
     if "\x00" in text:
@@ -98,39 +105,61 @@ class Submitted:
 
 
 def turn_submit(
-    *, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str, source: dict[str, Any] | None = None
+    *,
+    conversation_id: uuid.UUID,
+    request_id: uuid.UUID,
+    text: str,
+    source: dict[str, Any] | None = None,
+    attachments: list[Any] | None = None,
 ) -> tuple[Turn, bool]:
     """Store the user's message and a queued turn; a repeated request_id returns the same turn.
 
     `source` marks a message that an upper app sent on the owner's behalf (a scheduled
     task); it is stored in the message's text part as it is, for the transcript and pages.
+    `attachments` are ids of files uploaded to the conversation and not sent yet.
     """
     submitted = turn_submit_unpublished(
-        conversation_id=conversation_id, request_id=request_id, text=text, source=source
+        conversation_id=conversation_id, request_id=request_id, text=text, source=source, attachments=attachments
     )
     events_publish_after_commit(conversation_id=conversation_id, frames=submitted.frames)
     return submitted.turn, submitted.created
 
 
 def turn_submit_unpublished(
-    *, conversation_id: uuid.UUID, request_id: uuid.UUID, text: str, source: dict[str, Any] | None = None
+    *,
+    conversation_id: uuid.UUID,
+    request_id: uuid.UUID,
+    text: str,
+    source: dict[str, Any] | None = None,
+    attachments: list[Any] | None = None,
 ) -> Submitted:
     """Submit a turn and leave publishing turn.queued to the caller (a socket, on its own loop).
 
     The conversation moves to the top of the list; its first turn titles it, unless the
-    owner named it (both in the statement that reserves the turn).
+    owner named it (both in the statement that reserves the turn). A message with
+    attachments claims them in the same transaction (`attachments_claim`): a bad id, or one
+    another message took meanwhile, stores nothing.
     """
-    text = user_text_clean(text)
+    text = user_text_clean(text, attachments=bool(attachments))
+    if attachments:
+        if Turn.objects.filter(conversation_id=conversation_id, request_id=request_id).exists():
+            return _submitted_before(conversation_id=conversation_id, request_id=request_id)
+        conversation_require_active(conversation_id=conversation_id)
+        files = attachments_for_message(conversation_id=conversation_id, ids=attachments)
+    else:
+        files = []
     now = timezone.now()
-    title = conversation_title_from_text(text)
+    title = conversation_title_from_text(text or files[0].name)
     turn = {"id": uuid.uuid4(), "conversation_id": conversation_id, "request_id": request_id}
+    message_id = uuid.uuid4()
     message = {
-        "id": uuid.uuid4(),
+        "id": message_id,
         "conversation_id": conversation_id,
         "turn_id": turn["id"],
         "role": MessageRole.USER.value,
         "parts": [
-            {"type": "text", "text": text} if source is None else {"type": "text", "text": text, "source": source}
+            {"type": "text", "text": text} if source is None else {"type": "text", "text": text, "source": source},
+            *(attachment_part(a) for a in files),
         ],
         "created_at": now,
         "updated_at": now,
@@ -138,15 +167,18 @@ def turn_submit_unpublished(
     queued = turn_queued_data(request_id=request_id, message=message_json(Message(**message)))
     event = {"conversation_id": conversation_id, "kind": EventKind.TURN_QUEUED, "turn_id": turn["id"], "data": queued}
     try:
-        reserved = sql.turn_submit(
-            conversation_id=conversation_id,
-            request_id=request_id,
-            title=title,
-            now=now,
-            turn=turn,
-            message=message,
-            event=event,
-        )
+        with transaction.atomic() if files else nullcontext():
+            reserved = sql.turn_submit(
+                conversation_id=conversation_id,
+                request_id=request_id,
+                title=title,
+                now=now,
+                turn=turn,
+                message=message,
+                event=event,
+            )
+            if reserved is not None and files:
+                attachments_claim(conversation_id=conversation_id, attachments=files, message_id=message_id)
         if reserved is None:
             return _submitted_before(conversation_id=conversation_id, request_id=request_id)
         ordinal, sequence = reserved

@@ -159,7 +159,9 @@ def turn_submit_version(
             parent_turn_id=original.parent_turn_id,
             prompt_turn_id=(original.prompt_turn_id or original.id) if same else None,
         )
-        parts = asked.parts if same else [{"type": "text", "text": text}]
+        # An edit keeps the message's attachments: only its text changes.
+        kept = [p for p in asked.parts if p.get("type") == "attachment"]
+        parts = asked.parts if same else [{"type": "text", "text": text}, *kept]
         message = Message.objects.create(
             conversation_id=conversation_id,
             turn=turn,

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
+from attachments.models import Attachment
 from conversations.eventlog import events_append_published
 from conversations.events import write_proposal_updated
 from conversations.models import BrowserTask
@@ -27,14 +28,17 @@ NEEDS_CONFIRMATION = "needs_confirmation"
 def conversation_has_read_untrusted(*, conversation_id: uuid.UUID) -> bool:
     """Whether the model of this conversation may have been steered by content from outside.
 
-    Anything a web tool read stays in the transcript every later turn sends, and a browser
-    task's outcome was written by a model that read its pages: from the first such call or
-    task on, the conversation's writes outside the turn are proposals.
+    Anything a web tool read (or a file attached to a message) stays in the transcript every
+    later turn sends, and a browser task's outcome was written by a model that read its
+    pages: from the first such call, file or task on, the conversation's writes outside the
+    turn are proposals.
     """
     untrusted = tools_reading_untrusted()
     return (
         ToolActivity.objects.filter(conversation_id=conversation_id, kind__in=untrusted).exists()
         or BrowserTask.objects.filter(conversation_id=conversation_id).exists()
+        # A file sent to the model may hold words written elsewhere (a downloaded PDF).
+        or Attachment.objects.filter(conversation_id=conversation_id, message__isnull=False).exists()
     )
 
 

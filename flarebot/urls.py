@@ -11,6 +11,7 @@ urlpatterns = [
     path("status/", core_views.status, name="status"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("conversations.urls")),
+    path("api/", include("attachments.urls")),
     path("api/", include("memory.urls")),
     path("api/", include("tasks.urls")),
     path("api/", include("notifications.urls")),

@@ -91,7 +91,7 @@ def test_every_event_kind_is_in_the_protocol():
 
 def test_the_check_finds_what_is_missing():
     assert documented("api/conversations/<str:conversation_id>/messages/")
-    assert not documented("api/conversations/<str:conversation_id>/attachments/")
+    assert not documented("api/conversations/<str:conversation_id>/bookmarks/")
     assert documented("api/conversations/")
 
 

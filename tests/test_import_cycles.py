@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("conversations", "flarebot", "memory", "notifications", "settings_ui", "tasks", "tools")
+PACKAGES = ("attachments", "conversations", "flarebot", "memory", "notifications", "settings_ui", "tasks", "tools")
 
 
 def _module_name(path: Path) -> str:

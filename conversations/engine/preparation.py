@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from attachments.content import transcript_with_attachments
 from conversations.engine.tool_calls import rerun_calls_of
 from conversations.eventlog import EventFrame, events_append
 from conversations.events import NewEvent, activity_events, message_replaced, tool_finished
@@ -51,7 +52,7 @@ def attempt_start(turn_id: uuid.UUID) -> tuple[Claim, Prepared] | None:
         # The claim holds the turn's row lock and found no cancel request.
         first = claim.attempt == 1
         prepared = _prepare(claim, model=model, first_attempt=first, steps=claim.steps, cancel=False)
-    return claim, _with_memory(prepared)
+    return claim, _with_attachments(claim, _with_memory(prepared))
 
 
 def attempt_restart(claim: Claim) -> tuple[Claim, Prepared] | None:
@@ -62,12 +63,23 @@ def attempt_restart(claim: Claim) -> tuple[Claim, Prepared] | None:
         if again is None:
             return None
         prepared = _prepare(again, model=model, first_attempt=False)
-    return again, _with_memory(prepared)
+    return again, _with_attachments(again, _with_memory(prepared))
 
 
 def _with_memory(prepared: Prepared) -> Prepared:
     """The instructions followed by the memory facts that the latest user message selects."""
     return replace(prepared, system=prepared.system + memory_prompt_block(text=last_user_text(prepared.transcript)))
+
+
+def _with_attachments(claim: Claim, prepared: Prepared) -> Prepared:
+    """The transcript with its attachments' content, as this turn hands them to its model (read off the lock)."""
+    transcript = transcript_with_attachments(
+        turn_id=claim.turn_id,
+        conversation_id=claim.conversation_id,
+        provider=prepared.model.provider,
+        transcript=prepared.transcript,
+    )
+    return replace(prepared, transcript=transcript)
 
 
 def _prepare(

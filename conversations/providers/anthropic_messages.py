@@ -41,7 +41,9 @@ def anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
     for message in request.transcript:
         if message["role"] == "user":
             text = "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text")
-            messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
+            files = [block for p in message["parts"] if p["type"] == "attachment" for block in _attachment_blocks(p)]
+            # The API refuses an empty text block: a message of files alone has none.
+            messages.append({"role": "user", "content": ([{"type": "text", "text": text}] if text else []) + files})
             continue
         for texts, tools in steps_of(message["parts"]):
             content: list[dict[str, Any]] = [{"type": "text", "text": p["text"]} for p in texts]
@@ -56,6 +58,18 @@ def anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 ]
                 messages.append({"role": "user", "content": results})
     return messages
+
+
+def _attachment_blocks(part: dict[str, Any]) -> list[dict[str, Any]]:
+    """An attachment as content blocks (attachments.content decided the way): its label, then the file."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": part["text"]}]
+    if part.get("mode") == "image":
+        source = {"type": "base64", "media_type": part["media_type"], "data": part["data"]}
+        blocks.append({"type": "image", "source": source})
+    elif part.get("mode") == "document":
+        source = {"type": "base64", "media_type": "application/pdf", "data": part["data"]}
+        blocks.append({"type": "document", "source": source, "title": part["name"]})
+    return blocks
 
 
 class AnthropicAdapter:

@@ -32,7 +32,7 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
     for message in request.transcript:
         if message["role"] == "user":
             text = "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text")
-            messages.append({"role": "user", "content": text})
+            messages.append({"role": "user", "content": _user_content(text, message["parts"])})
             continue
         for texts, tools in steps_of(message["parts"]):
             entry: dict[str, Any] = {"role": "assistant", "content": "".join(p["text"] for p in texts) or None}
@@ -51,6 +51,24 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 for p in tools
             ]
     return messages
+
+
+def _user_content(text: str, parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A user message's content: its text, or content parts when an image is attached (images as data URLs).
+
+    Files given as text (attachments.content decided the way) follow the message's text, so a
+    server that takes no content parts (a local model) still gets a plain string.
+    """
+    files = [p for p in parts if p["type"] == "attachment"]
+    if not any(p.get("mode") == "image" for p in files):
+        return "\n\n".join([text] * bool(text) + [p["text"] for p in files])
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    for part in files:
+        content.append({"type": "text", "text": part["text"]})
+        if part.get("mode") == "image":
+            url = f"data:{part['media_type']};base64,{part['data']}"
+            content.append({"type": "image_url", "image_url": {"url": url}})
+    return content
 
 
 class ChatCompletionsAdapter:

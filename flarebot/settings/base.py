@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "tools",
     "memory",
     "conversations",
+    "attachments",
     "tasks",
     "notifications",
     "settings_ui",
@@ -243,6 +244,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "notifications.jobs.notifications_sweep",
         "schedule": 10.0,
         "options": {"expire_seconds": 10},
+    },
+    "attachments-sweep": {
+        # Uploads interrupted over an hour ago, and blobs no attachment names any more.
+        "task": "attachments.jobs.attachments_sweep",
+        "schedule": 600.0,
+        "options": {"expire_seconds": 600},
     },
     "conversations-finish-deletions": {
         "task": "conversations.jobs.conversation_finish_deletions",

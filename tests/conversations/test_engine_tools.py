@@ -59,7 +59,8 @@ RENDEZVOUS_SCHEMA = {
     "required": ["me", "other"],
 }
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-# The fixture tools of this module and the tools the apps always register (memory, tasks, web, shell, browser tasks).
+# The fixture tools of this module and the tools the apps always register (memory, tasks, web, shell, browser tasks,
+# attachments).
 TOOL_NAMES = [
     "browser_read",
     "browser_task_propose",
@@ -68,6 +69,7 @@ TOOL_NAMES = [
     "forget",
     "list_tasks",
     "long_job",
+    "read_attachment",
     "read_page",
     "read_url",
     "recall",

@@ -18,6 +18,7 @@ is repeatable.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +36,10 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from attachments import services as attachment_services
+from attachments.models import MediaType
+from attachments.storage import tmp_dir
+from attachments.uploads import Upload
 from conversations import services as conversation_services
 from conversations.turns import turn_submit
 from memory import services as memory_services
@@ -81,12 +86,16 @@ CONFIG = schemathesis.Config.from_dict(
                 # a cursor is one the endpoint returned; an instant is in the future and a cron
                 # expression occurs; the current password is the owner's; a read mark is at most
                 # the conversation's last event; Apprise can parse a destination's URL; quiet
-                # hours end at another time than they start, in an IANA zone.
+                # hours end at another time than they start, in an IANA zone; a file part has a
+                # filename, and the file a type Flarebot takes; an attachment id names a file
+                # uploaded to the conversation.
                 "include-name": name,
                 "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "404", "409", "429"]}},
             }
             for name in (
                 "GET /api/conversations/{conversation_id}/activities/",
+                "POST /api/conversations/{conversation_id}/attachments/",
+                "POST /api/conversations/{conversation_id}/messages/",
                 "GET /api/tasks/{task_id}/runs/",
                 "POST /api/account/password/",
                 "POST /api/conversations/{conversation_id}/read/",
@@ -106,6 +115,9 @@ SCHEMA.app = application
 # future (GET /api/tasks/{task_id}/ checks the task's shape), the owner's current password.
 NO_SUCCESS_EXPECTED = {
     "DELETE /api/agent/",
+    # A multipart file part needs a filename, which the schema cannot say: the generated
+    # part is a plain field (400 `invalid_upload`); tests/attachments/test_api.py uploads.
+    "POST /api/conversations/{conversation_id}/attachments/",
     "POST /api/account/password/",
     "POST /api/conversations/{conversation_id}/browser-tasks/",
     "POST /api/tasks/",
@@ -136,8 +148,14 @@ def existing(owner) -> dict[str, str]:
     )
     # A loopback port nothing listens on: its test answers `ok` false at once.
     destination = notification_services.destination_create(url="json://127.0.0.1:9/hook", label="Loopback")
+    blob = tmp_dir() / "upload-conformance"
+    blob.write_bytes(b"The reading list.\n")
+    digest = hashlib.sha256(blob.read_bytes()).hexdigest()
+    upload = Upload(blob, "list.txt", MediaType.TEXT, blob.stat().st_size, digest)
+    attachment = attachment_services.attachment_create(conversation_id=conversation.id, upload=upload)
     return {
         "destination_id": str(destination.id),
+        "attachment_id": str(attachment.id),
         "conversation_id": str(conversation.id),
         "fact_id": str(fact.id),
         "task_id": str(task.id),

@@ -1,0 +1,118 @@
+"""JSON API of attachments: upload one file to a conversation, and serve it back to the owner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from attachments import selectors, services
+from attachments.errors import UploadInvalid
+from attachments.limits import FILE_MAX
+from attachments.models import IMAGE_TYPES, Attachment, MediaType
+from attachments.storage import blob_path
+from attachments.uploads import FIELD, AttachmentUploadHandler, Upload
+from flarebot.core.api import parse_uuid
+from flarebot.core.schema import errors, path_id
+
+# Served files run nothing: no script, no plugin, no form, no navigation of their own.
+SANDBOX = "sandbox; default-src 'none'"
+
+AttachmentOutput = inline_serializer(
+    "Attachment",
+    {
+        "id": serializers.UUIDField(),
+        "name": serializers.CharField(help_text="As given, without any path or control characters; at most 255."),
+        "media_type": serializers.ChoiceField(choices=MediaType.choices, help_text="Decided from the content."),
+        "size": serializers.IntegerField(min_value=1, max_value=FILE_MAX),
+        "sha256": serializers.CharField(),
+    },
+)
+UploadInput = inline_serializer("AttachmentUpload", {FIELD: serializers.FileField()})
+
+
+def attachment_json(attachment: Attachment) -> dict[str, Any]:
+    return {
+        "id": str(attachment.id),
+        "name": attachment.name,
+        "media_type": attachment.media_type,
+        "size": attachment.size,
+        "sha256": attachment.sha256,
+    }
+
+
+@extend_schema(parameters=[path_id("conversation_id")])
+class AttachmentUploadApi(APIView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        request={"multipart/form-data": UploadInput},
+        description=(
+            "Upload one file (multipart field `file`) to the conversation; send its id with a message. The type is "
+            "decided from the content: PNG, JPEG, GIF, WebP, PDF, and UTF-8 text (Markdown, CSV and JSON by their "
+            "name; JSON must parse). Refused early, before the body is read whole."
+        ),
+        responses={
+            201: AttachmentOutput,
+            **errors(
+                400,
+                404,
+                413,
+                415,
+                e400="`invalid_upload`: not one file in the field `file`.",
+                e413=f"`too_large`: over {FILE_MAX:,} bytes.",
+                e415="`unsupported_type`: HTML, SVG, XML, binary or empty content.",
+            ),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        parsed = parse_uuid(conversation_id, what="conversation id")
+        handler = AttachmentUploadHandler(request._request)
+        request._request.upload_handlers = [handler]
+        try:
+            files = request.FILES
+            uploads = files.getlist(FIELD)
+            if len(uploads) != 1 or len(files) != 1 or set(request.data) - {FIELD}:
+                raise UploadInvalid("Send one file, in the multipart field `file`.")
+            upload = uploads[0]
+            assert isinstance(upload, Upload)
+        except BaseException:
+            handler.discard()
+            raise
+        attachment = services.attachment_create(conversation_id=parsed, upload=upload)
+        return Response(attachment_json(attachment), status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[path_id("attachment_id")])
+class AttachmentDetailApi(APIView):
+    @extend_schema(
+        description=(
+            "The file, to the owner's session only: `Content-Disposition: attachment` (images `inline`, their type "
+            "confirmed from the content), `X-Content-Type-Options: nosniff` and a sandboxing CSP."
+        ),
+        responses={
+            **{(200, media_type): OpenApiResponse(OpenApiTypes.BINARY) for media_type in MediaType.values},
+            **errors(400, 404),
+        },
+    )
+    def get(self, request: Request, attachment_id: str) -> FileResponse:
+        attachment = selectors.attachment_get(attachment_id=parse_uuid(attachment_id, what="attachment id"))
+        content_type = attachment.media_type
+        if content_type.startswith("text/") or content_type == MediaType.JSON:
+            content_type += "; charset=utf-8"
+        response = FileResponse(
+            blob_path(attachment.sha256).open("rb"),
+            as_attachment=attachment.media_type not in IMAGE_TYPES,
+            filename=attachment.name,
+            content_type=content_type,
+        )
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Security-Policy"] = SANDBOX
+        return response

@@ -1,0 +1,37 @@
+"""What attachments refuse, as errors of the one tree; each has its own `code` for pages to decide by."""
+
+from __future__ import annotations
+
+from flarebot.core.errors import FlarebotError, InvalidInput, NotFound, TooLarge
+
+
+class AttachmentTooLarge(TooLarge):
+    """A file, or the files of one message, are larger than Flarebot takes."""
+
+    code = "too_large"
+
+
+class UnsupportedType(FlarebotError):
+    """The file's content is none of the types Flarebot takes (images, PDF, text)."""
+
+    status = 415
+    code = "unsupported_type"
+    default_message = "This type of file is not supported: attach images, PDFs, text, Markdown, CSV, JSON or code."
+
+
+class AttachmentInvalid(InvalidInput):
+    """A message names attachments that are not this conversation's, were sent already, or are too many."""
+
+    code = "invalid_attachment"
+
+
+class UploadInvalid(InvalidInput):
+    """An upload request is not one multipart file under the field `file`."""
+
+    code = "invalid_upload"
+
+
+class AttachmentNotFound(NotFound):
+    """No attachment has this id (it never existed, or its conversation was deleted or cleared)."""
+
+    default_message = "There is no such attachment; its conversation may have been cleared or deleted."
