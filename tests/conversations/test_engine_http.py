@@ -148,8 +148,8 @@ def test_it_lists_user_and_assistant_messages_in_order_with_the_last_sequence(
     body = response.json()
     assert set(body) == {"messages", "last_sequence", "turns"}
     assert body["turns"] == [
-        {"id": first, "status": "completed", "error": None},
-        {"id": second, "status": "completed", "error": None},
+        {"id": first, "status": "completed", "error": None, "answer_versions": []},
+        {"id": second, "status": "completed", "error": None, "answer_versions": []},
     ]
     listed = [(m["role"], m["turn_id"], "".join(p["text"] for p in m["parts"])) for m in body["messages"]]
     assert listed == [
@@ -158,7 +158,8 @@ def test_it_lists_user_and_assistant_messages_in_order_with_the_last_sequence(
         ("user", second, "Tuesday?"),
         ("assistant", second, "Tuesday: rest."),
     ]
-    assert all(set(m) == {"id", "role", "parts", "created_at", "turn_id"} for m in body["messages"])
+    assert all(set(m) == {"id", "role", "parts", "created_at", "turn_id", "versions"} for m in body["messages"])
+    assert all(m["versions"] == [] for m in body["messages"])  # one version of each
     last_sequence, last_kind = Event.objects.order_by("-sequence").values_list("sequence", "kind")[0]
     assert last_kind == "turn.completed"
     assert body["last_sequence"] == last_sequence
@@ -170,7 +171,7 @@ def test_it_lists_a_queued_turn_so_a_reloaded_page_knows_one_is_pending(owner_cl
 
     body = owner_client.get(messages_url(conversation.id)).json()
 
-    assert body["turns"] == [{"id": turn_id, "status": "queued", "error": None}]
+    assert body["turns"] == [{"id": turn_id, "status": "queued", "error": None, "answer_versions": []}]
 
 
 def test_it_pages_events_after_a_sequence_500_at_a_time(owner_client, conversation):
