@@ -21,6 +21,18 @@ const SHELL = [
 const PASSED_THROUGH = ["/api/", "/ws/", "/admin/", "/login/", "/logout/", "/setup/", "/status/"];
 
 self.addEventListener("install", (event) => {
+  // What is passed through never wakes this worker: the browser sends it straight to the
+  // network (the static routing API, where the browser has it). This also keeps a request
+  // a leaving page sends with `keepalive` (a deletion after its Undo) from being lost with
+  // the page.
+  if (event.addRoutes) {
+    event.addRoutes(
+      PASSED_THROUGH.map((prefix) => ({
+        condition: { urlPattern: new URLPattern({ pathname: `${prefix}*` }) },
+        source: "network",
+      })),
+    );
+  }
   event.waitUntil(
     caches
       .open(CACHE)
