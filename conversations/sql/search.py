@@ -68,6 +68,8 @@ def search_entries_match(*, tokens: Sequence[str], limit: int) -> list[SearchHit
 
     One row per conversation (its best entry, with a snippet, and how many of its entries
     matched), at most `limit`: window functions rank the entries within each conversation.
+    Of a name and a message that match as well (a title is its first message's words), the
+    message is the better row: choosing it opens the conversation at that message.
     """
     if not tokens:
         return []
@@ -89,7 +91,8 @@ def search_entries_match(*, tokens: Sequence[str], limit: int) -> list[SearchHit
             f"WITH m AS (SELECT rowid, rank FROM {search} WHERE {search} MATCH %s),"  # noqa: S608
             f" hits AS (SELECT e.{conversation} AS conversation, e.{message} AS message, e.rowid AS entry,"
             f" m.rank AS rank, e.{entry_id} AS id,"
-            f" ROW_NUMBER() OVER (PARTITION BY e.{conversation} ORDER BY m.rank, e.{entry_id}) AS n,"
+            f" ROW_NUMBER() OVER (PARTITION BY e.{conversation} ORDER BY m.rank, e.{message} IS NULL, e.{entry_id})"
+            " AS n,"
             f" COUNT(*) OVER (PARTITION BY e.{conversation}) AS matches"
             f" FROM m JOIN {table(s)} e ON e.rowid = m.rowid {active}),"
             f" best AS (SELECT * FROM hits WHERE n = 1 ORDER BY rank, id LIMIT %s)"
@@ -111,7 +114,7 @@ def search_entries_match(*, tokens: Sequence[str], limit: int) -> list[SearchHit
             f"SELECT e.{conversation} AS conversation, e.{message} AS message, e.{column(s, 'text')} AS text,"
             f" ts_rank({vector}, terms.q) AS rank, e.{entry_id} AS id,"
             f" ROW_NUMBER() OVER (PARTITION BY e.{conversation} ORDER BY ts_rank({vector}, terms.q) DESC,"
-            f" e.{entry_id}) AS n, COUNT(*) OVER (PARTITION BY e.{conversation}) AS matches"
+            f" e.{message} IS NULL, e.{entry_id}) AS n, COUNT(*) OVER (PARTITION BY e.{conversation}) AS matches"
             f" FROM terms, {table(s)} e {active} WHERE {vector} @@ terms.q),"
             f" best AS (SELECT * FROM hits WHERE n = 1 ORDER BY rank DESC, id LIMIT %s)"
             f" SELECT conversation, message, ts_headline('english', text, terms.q, %s), matches FROM best, terms"

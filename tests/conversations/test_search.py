@@ -161,3 +161,15 @@ def test_it_returns_at_most_50_results(owner_client):
 
 def test_it_keeps_search_private(anonymous_client, owner):
     assert search(anonymous_client, "kitchen").status_code == 401
+
+
+def test_a_message_that_matches_as_well_as_its_title_is_the_row_shown(owner_client):
+    # A title is its first message's words: the row should open the conversation at the message.
+    questions = []
+    for i in range(8):  # ties were broken by random ids before: eight would all go right 1 time in 256
+        turn = finished_turn(conversation_create(), f"Plan the garden shed number {i}", "Start with the floor.")
+        questions.append(str(Message.objects.get(turn=turn, role=MessageRole.USER).id))
+
+    hits = results(owner_client, "shed")
+
+    assert sorted(hit["message_id"] for hit in hits) == sorted(questions)
