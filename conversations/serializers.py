@@ -59,11 +59,15 @@ def versions_of_message(message: Message, versions: Mapping[uuid.UUID, Any]) -> 
     found = versions.get(message.turn_id)
     if found is None:
         return []
-    ids = found.messages if message.role == MessageRole.USER else found.answers
-    return [str(turn_id) for turn_id in ids] if len(ids) > 1 else []
+    return _several(found.messages if message.role == MessageRole.USER else found.answers)
 
 
 def answer_versions_of(turn: Turn, versions: Mapping[uuid.UUID, Any]) -> list[str]:
     """The turns of the versions of a turn's answer, or [] when it has one."""
     found = versions.get(turn.id)
-    return [str(turn_id) for turn_id in found.answers] if found is not None and len(found.answers) > 1 else []
+    return _several(found.answers) if found is not None else []
+
+
+def _several(turn_ids: list[uuid.UUID]) -> list[str]:
+    """Versions as the contract lists them: the turn ids, or none when there is only one."""
+    return [str(turn_id) for turn_id in turn_ids] if len(turn_ids) > 1 else []
