@@ -11,9 +11,10 @@ stored and when the message that carried it reached the receiver, and prints p50
 that lag, the lag of the first message (a kind's first in its minute goes at once), and
 how many messages arrived (the coalescing minute: the first, then one saying how many).
 Beside the burst it runs 20 chat streams (bench/tasks.py's rounds: 400 chunks, 20 ms
-apart, submitted 2 s before the runs fall due) and compares them with 20 streams run
-alone first: the streams' figures must not move. Results are written to
-bench/results/notify.json.
+apart, submitted 2 s before the runs fall due). The burst comes four times, notifications
+off (no destination), on, on, off, so that what notifications cost the streams shows apart
+from what 100 task turns cost them: the streams' figures must not move between off and on.
+20 streams alone come first, for scale. Results are written to bench/results/notify.json.
 """
 
 from __future__ import annotations
@@ -33,7 +34,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import BenchStack, start
 from bench.stream import percentile
-from bench.tasks import TASKS, _epoch, due_minute, make_tasks, sql_rows, streams_round, summarize_streams, wait_beat
+from bench.tasks import (
+    TASKS,
+    _epoch,
+    due_minute,
+    lags,
+    make_tasks,
+    reschedule,
+    sql_rows,
+    streams_round,
+    summarize_streams,
+    wait_beat,
+)
 from tests.support.resources import free_port
 
 
@@ -64,7 +76,8 @@ class Receiver:
         self.server.server_close()
 
 
-def configure(bench: BenchStack, receiver: Receiver) -> None:
+def notifications_on(bench: BenchStack, receiver: Receiver) -> str:
+    """Add the receiver as the one destination, with every kind on; return its id."""
     with bench.client() as http:
         added = http.post(
             "/api/notifications/destinations/", json={"url": f"json://127.0.0.1:{receiver.port}/", "label": "Bench"}
@@ -77,10 +90,18 @@ def configure(bench: BenchStack, receiver: Receiver) -> None:
         }
         saved = http.put("/api/notifications/settings/", json=body)
         assert saved.status_code == 200, saved.text
+        return str(added.json()["id"])
 
 
-def measure(bench: BenchStack, receiver: Receiver, timeout: float = 240) -> dict[str, Any]:
-    """Wait until every run's delivery was sent; return the lags from its event to the receiver."""
+def notifications_off(bench: BenchStack, destination_id: str) -> None:
+    """No destination at all: what a stack without notifications does per event."""
+    with bench.client() as http:
+        deleted = http.delete(f"/api/notifications/destinations/{destination_id}/")
+        assert deleted.status_code == 204, deleted.text
+
+
+def measure(bench: BenchStack, receiver: Receiver, since: float, timeout: float = 240) -> dict[str, Any]:
+    """Wait until every run's delivery of this round was sent; return the lags from its event to the receiver."""
     deadline = time.time() + timeout
     query = (
         "SELECT n.created_at, d.sent_at FROM notifications_delivery d"
@@ -88,13 +109,14 @@ def measure(bench: BenchStack, receiver: Receiver, timeout: float = 240) -> dict
     )
     sent: list[tuple[Any, ...]] = []
     while time.time() < deadline:
-        sent = sql_rows(bench, query, ["sent"])
+        sent = [row for row in sql_rows(bench, query, ["sent"]) if _epoch(row[0]) >= since]
         if len(sent) >= TASKS:
             break
         time.sleep(1)
     time.sleep(1)  # the last message's arrival
     # A delivery is carried by the first message that arrived at or after its send began.
-    arrivals = sorted(at for at, _ in receiver.arrivals)
+    arrived_here = sorted((at, payload) for at, payload in receiver.arrivals if at >= since)
+    arrivals = [at for at, _ in arrived_here]
     lags = []
     for created, sent_at in sent:
         began = _epoch(sent_at)
@@ -102,32 +124,51 @@ def measure(bench: BenchStack, receiver: Receiver, timeout: float = 240) -> dict
         if arrived is not None:
             lags.append(arrived - _epoch(created))
     lags.sort()
-    first = min(lags) if lags else None
     return {
         "runs": TASKS,
         "delivered": len(lags),
-        "messages": len(receiver.arrivals),
-        "titles": [payload["title"] for _, payload in sorted(receiver.arrivals, key=lambda item: item[0])],
+        "messages": len(arrived_here),
+        "titles": [payload["title"] for _, payload in arrived_here],
         "event_to_receiver_p50_s": percentile(lags, 50) if lags else None,
         "event_to_receiver_p99_s": percentile(lags, 99) if lags else None,
-        "first_message_s": first,
+        "first_message_s": min(lags) if lags else None,
     }
 
 
+# Notifications off and on in the order off, on, on, off: a drift over the run (the database
+# growing, the machine warming) weighs on both alike.
+ORDER = (False, True, True, False)
+
+
 async def main_async(bench: BenchStack, receiver: Receiver) -> dict[str, Any]:
-    """20 streams alone, then 20 streams submitted just before the 100 runs fall due; then the deliveries."""
+    """20 streams alone; then rounds of 20 streams submitted just before 100 runs fall due, notifications off or on."""
     wait_beat(bench)
-    configure(bench, receiver)
     await streams_round(bench, None, 0)  # warm-up
     alone = [await streams_round(bench, None, 1)]
-    due = due_minute()
-    make_tasks(bench, due)
-    beside = [await streams_round(bench, due.timestamp(), 100)]
-    figures = await asyncio.to_thread(measure, bench, receiver)
+    ids: list[str] = []
+    beside: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+    deliveries: list[dict[str, Any]] = []
+    for n, on in enumerate(ORDER):
+        destination = notifications_on(bench, receiver) if on else None
+        due = due_minute()
+        if ids:
+            reschedule(bench, ids, due)
+        else:
+            ids = make_tasks(bench, due)
+        since = time.time()
+        state = "on" if on else "off"
+        print(f"{TASKS} runs due at {due:%H:%M:%S}Z beside 20 streams, notifications {state}", flush=True)
+        beside[on].append(await streams_round(bench, due.timestamp(), 100 + n))
+        await asyncio.to_thread(lags, bench, due)  # every run started
+        if destination is not None:
+            deliveries.append(await asyncio.to_thread(measure, bench, receiver, since))
+            print(f"  delivered: {json.dumps({k: v for k, v in deliveries[-1].items() if k != 'titles'})}", flush=True)
+            notifications_off(bench, destination)
     return {
-        **figures,
+        "rounds": deliveries,
         "streams_without_tasks": summarize_streams(alone),
-        "streams_beside_tasks_and_notifications": summarize_streams(beside),
+        "streams_beside_tasks_notifications_off": summarize_streams(beside[False]),
+        "streams_beside_tasks_notifications_on": summarize_streams(beside[True]),
     }
 
 
@@ -143,7 +184,13 @@ def main() -> None:
         bench.stop()
         receiver.stop()
     figures = {"database": args.database, "measured_at": datetime.now(UTC).isoformat(), **figures}
-    print(json.dumps(figures, indent=2))
+    print(json.dumps({k: v for k, v in figures.items() if k != "rounds"}, indent=2))
+    for n, delivered in enumerate(figures["rounds"]):
+        p50, p99 = delivered["event_to_receiver_p50_s"], delivered["event_to_receiver_p99_s"]
+        print(
+            f"round {n + 1}: {delivered['delivered']} of {delivered['runs']} delivered"
+            f" in {delivered['messages']} messages, event to receiver p50 {p50:.2f} s p99 {p99:.2f} s"
+        )
     out = Path(__file__).resolve().parent / "results" / "notify.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(figures, indent=2) + "\n")

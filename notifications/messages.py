@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conversations.events import EventKind
-from conversations.models import BrowserTaskProposal, Conversation
+from conversations.models import BrowserTask, BrowserTaskProposal, Conversation
 from notifications.models import Kind
 from tasks.models import RunStatus, TaskRun
 
@@ -80,6 +80,12 @@ def _card(conversation_id: uuid.UUID, anchor: str = "") -> str:
     return f"/?c={conversation_id}" + (f"#{anchor}" if anchor else "")
 
 
+def _task_card(conversation_id: uuid.UUID, task_id: object) -> str:
+    """The chat page's card of a browser task, where its questions are answered: `#browser-task-<proposal>`."""
+    proposal = BrowserTask.objects.filter(id=str(task_id)).values_list("proposal_id", flat=True).first()
+    return _card(conversation_id, f"browser-task-{proposal}" if proposal else "")
+
+
 def told_of(*, conversation_id: uuid.UUID, kind: str, data: dict[str, Any]) -> Told | None:
     """What this stored event tells the owner, if anything (whether it is sent is the settings')."""
     if kind == EventKind.CRITICAL_POINT_OPENED:
@@ -90,7 +96,7 @@ def told_of(*, conversation_id: uuid.UUID, kind: str, data: dict[str, Any]) -> T
             conversation_id=conversation_id,
             title=_QUESTION_TITLES.get(str(data.get("kind")), "A browser task needs your answer"),
             summary=one_line(f"Waiting in {_conversation_name(conversation_id)}."),
-            path=_card(conversation_id, f"critical-point-{point}"),
+            path=_task_card(conversation_id, data["task_id"]),
         )
     if kind == EventKind.BROWSER_TASK_FINISHED:
         task = data["task_id"]
@@ -101,7 +107,7 @@ def told_of(*, conversation_id: uuid.UUID, kind: str, data: dict[str, Any]) -> T
             conversation_id=conversation_id,
             title=f"A browser task {outcome}",
             summary=one_line(f"In {_conversation_name(conversation_id)}."),
-            path=_card(conversation_id, f"browser-task-{task}"),
+            path=_task_card(conversation_id, task),
         )
     if kind == EventKind.BROWSER_TASK_PROPOSED:
         return _proposed(conversation_id, str(data["proposal_id"]))
@@ -122,7 +128,7 @@ def _proposed(conversation_id: uuid.UUID, proposal_id: str) -> Told | None:
         conversation_id=conversation_id,
         title="An unattended run proposed a browser task",
         summary=one_line(f"Task {_name(run.task.name)} in {_conversation_name(conversation_id)}: start or dismiss it."),
-        path=_card(conversation_id, f"proposal-{proposal_id}"),
+        path=_card(conversation_id, f"browser-task-{proposal_id}"),
     )
 
 

@@ -36,10 +36,27 @@ ONCE_TESTS=(
   tests/test_live_tasks.py::test_a_minutely_schedule_in_a_non_utc_zone_runs_twice_with_nobody_connected
   tests/conversations/test_doorbell.py::test_it_keeps_listening_through_a_quiet_spell_longer_than_one_wait
 )
-step "pytest (sqlite)" env FLAREBOT_TEST_DB=sqlite $PY -m pytest -p no:cacheprovider
+# Two lanes at once, each its own pytest session (its own database, Redis database, data dir
+# and live stack; shell containers are scoped by database): the pages in Chromium and the
+# first start's process tests on SQLite; beside them the rest on SQLite, then on PostgreSQL.
+# Most of a test's time is spent waiting on processes, sockets and Chromium, so two lanes on
+# two cores take about the longer lane's time. The pages' lane writes to a log printed after.
+PAGES=(tests/e2e tests/core/test_first_run.py tests/core/test_runstack.py tests/core/test_requirements.py)
+pages_log=$(mktemp -t flarebot-pages-lane-XXXXXX.log)
+echo "== pytest (sqlite, pages and first start): in the background, its output after the other lane"
+env FLAREBOT_TEST_DB=sqlite $PY -m pytest -p no:cacheprovider "${PAGES[@]}" >"$pages_log" 2>&1 &
+pages_pid=$!
+trap 'kill "$pages_pid" 2>/dev/null' EXIT  # an interrupted run leaves no lane behind
+step "pytest (sqlite)" env FLAREBOT_TEST_DB=sqlite $PY -m pytest -p no:cacheprovider "${PAGES[@]/#/--ignore=}"
 # FLAREBOT_TEST_DATABASE_ONLY: only tests that can reach the database (tests/conftest.py).
 step "pytest (postgres)" env FLAREBOT_TEST_DB=postgres FLAREBOT_TEST_DATABASE_ONLY=1 $PY -m pytest -p no:cacheprovider \
   "${ONCE[@]/#/--ignore=}" "${ONCE_TESTS[@]/#/--deselect=}"
+wait "$pages_pid"
+pages_status=$?
+echo "== pytest (sqlite, pages and first start)"
+cat "$pages_log"
+rm -f "$pages_log"
+[ "$pages_status" -eq 0 ] || failed+=("pytest (sqlite, pages and first start)")
 
 if [ ${#failed[@]} -ne 0 ]; then
   echo "FAILED: ${failed[*]}"

@@ -35,10 +35,12 @@ export async function runNow(item, section) {
   try {
     const run = await api("POST", `${section.list}${item.task.id}/runs/`, { request_id: item.runRequest });
     item.runRequest = null;
+    // "Started" comes last, when the section takes clicks again (one operation at a time):
+    // a click on History the moment it shows must not be dropped.
+    await api("GET", `${section.list}${item.task.id}/`).then(section.replaced, () => {}); // the next load shows it
+    if (!item.historyBox.hidden) await loadRuns(item, section, null);
     item.message.replaceChildren("Started: ", runLink(run));
     item.message.dataset.kind = "ok";
-    section.replaced(await api("GET", `${section.list}${item.task.id}/`));
-    if (!item.historyBox.hidden) await loadRuns(item, section, null);
   } catch (error) {
     if (error instanceof ApiError && error.status !== 0) item.runRequest = null;
     say(item.message, error.message, "error");

@@ -244,6 +244,7 @@ def test_the_first_tab_stop_skips_to_the_message_box(chat_page: Page, width: int
     page.set_viewport_size({"width": width, "height": 800})
     page.goto("/")
     expect(page.locator("#composer-input")).to_be_visible()
+    expect(page.locator("#composer-input")).to_be_focused()  # the page's start is over: it focuses the box last
     # From the top of the page, as a keyboard user starting over (the body focused).
     page.evaluate("document.body.tabIndex = -1; document.body.focus(); document.body.removeAttribute('tabindex')")
 

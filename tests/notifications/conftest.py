@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from conversations import events as conversation_events
 from conversations.eventlog import events_append
-from conversations.models import Conversation
+from conversations.models import BrowserTask, BrowserTaskProposal, BrowserTaskStatus, Conversation, CriticalPoint
 from conversations.services import conversation_create
 from conversations.turns import turn_submit
 from notifications import services
@@ -120,11 +120,30 @@ def run_ends(task: Task, *, status: str = RunStatus.FAILED, missed: int = 1) -> 
     return run
 
 
-def question_opens(conversation: Conversation, *, kind: str = "confirm") -> uuid.UUID:
+def browser_task_in(conversation: Conversation, status: str = BrowserTaskStatus.PAUSED) -> BrowserTask:
+    """A browser task the owner started from its proposal (the chat page's card is the proposal's)."""
+    proposal = BrowserTaskProposal.objects.create(
+        conversation=conversation,
+        turn_id=uuid.uuid4(),
+        tool_call_id=f"call-{uuid.uuid4().hex[:8]}",
+        goal="Pay the bill",
+        start_url="https://bank.example/pay",
+    )
+    return BrowserTask.objects.create(
+        conversation=conversation,
+        proposal=proposal,
+        goal=proposal.goal,
+        start_url=proposal.start_url,
+        status=status,
+    )
+
+
+def question_opens(conversation: Conversation, *, kind: str = "confirm") -> BrowserTask:
     """A paused browser task asks the owner (its question quotes a page and what it typed)."""
-    point = uuid.uuid4()
+    task = browser_task_in(conversation)
+    point = CriticalPoint.objects.create(task=task, kind=kind, question="Go on?").id
     event = conversation_events.critical_point_opened(
-        task_id=uuid.uuid4(),
+        task_id=task.id,
         critical_point_id=point,
         kind=kind,
         question=f"The page says {PAGE}; submit the form with {TYPED}?",
@@ -133,15 +152,15 @@ def question_opens(conversation: Conversation, *, kind: str = "confirm") -> uuid
     )
     with transaction.atomic():
         events_append(conversation_id=conversation.id, events=[event])
-    return point
+    return task
 
 
-def browser_task_ends(conversation: Conversation, *, outcome: str = "completed") -> uuid.UUID:
-    task_id = uuid.uuid4()
-    event = conversation_events.browser_task_finished(task_id=task_id, outcome=outcome, summary=f"Found {PAGE}")
+def browser_task_ends(conversation: Conversation, *, outcome: str = "completed") -> BrowserTask:
+    task = browser_task_in(conversation, BrowserTaskStatus.COMPLETED)
+    event = conversation_events.browser_task_finished(task_id=task.id, outcome=outcome, summary=f"Found {PAGE}")
     with transaction.atomic():
         events_append(conversation_id=conversation.id, events=[event])
-    return task_id
+    return task
 
 
 def at(text: str) -> datetime:

@@ -18,6 +18,7 @@ from conversations.turns import turn_submit
 from notifications import jobs as notifications_jobs
 from notifications import services
 from notifications.models import Delivery, DeliveryStatus, Notification
+from settings_ui.selectors import attention_items
 from tasks.models import RunStatus
 from tests.notifications.conftest import (
     PAGE,
@@ -59,7 +60,7 @@ def test_it_sends_a_failed_run_to_a_json_webhook(task, json_receiver):
 
 def test_it_sends_a_question_to_an_ntfy_server(conversation, ntfy_receiver):
     destination = add(ntfy_url(ntfy_receiver))
-    point = question_opens(conversation, kind="sign_in")
+    task = question_opens(conversation, kind="sign_in")
 
     deliver(destination)
 
@@ -67,15 +68,28 @@ def test_it_sends_a_question_to_an_ntfy_server(conversation, ntfy_receiver):
     assert payload["topic"] == "flarebot"
     assert payload["title"] == "A browser task needs you to sign in"
     assert payload["message"] == (
-        f"Waiting in “Morning reports”.\n{settings.FLAREBOT_ORIGIN}/?c={conversation.id}#critical-point-{point}"
+        "Waiting in “Morning reports”.\n"
+        f"{settings.FLAREBOT_ORIGIN}/?c={conversation.id}#browser-task-{task.proposal_id}"
     )
     credentials = base64.b64encode(f"owner:{SECRET}".encode()).decode()
     assert ntfy_receiver.received[0].headers["Authorization"] == f"Basic {credentials}"
 
 
+def test_a_questions_link_opens_the_card_the_needs_you_list_opens(conversation, json_receiver):
+    destination = add(json_url(json_receiver))
+    question_opens(conversation)
+
+    deliver(destination)
+
+    [payload] = json_receiver.payloads()
+    [waiting] = attention_items()
+    assert payload["message"].endswith(f"{settings.FLAREBOT_ORIGIN}{waiting['path']}")
+    assert waiting["path"].startswith(f"/?c={conversation.id}#browser-task-")
+
+
 def test_it_sends_a_finished_browser_task_by_email(conversation, mail_receiver):
     destination = add(mail_url(mail_receiver))
-    task_id = browser_task_ends(conversation)
+    task = browser_task_ends(conversation)
 
     deliver(destination)
 
@@ -88,7 +102,7 @@ def test_it_sends_a_finished_browser_task_by_email(conversation, mail_receiver):
         if not message.is_multipart()
         else message.get_payload(0).get_payload(decode=True)
     )
-    assert f"/?c={conversation.id}#browser-task-{task_id}".encode() in text
+    assert f"/?c={conversation.id}#browser-task-{task.proposal_id}".encode() in text
 
 
 def test_no_payload_carries_a_secret_typed_text_or_page_text(
@@ -284,7 +298,7 @@ def test_only_a_proposal_of_an_unattended_run_is_told(task, conversation, json_r
     assert payload["title"] == "An unattended run proposed a browser task"
     assert payload["message"] == (
         "Task “Check the bank” in “Morning reports”: start or dismiss it.\n"
-        f"{settings.FLAREBOT_ORIGIN}/?c={conversation.id}#proposal-{proposal.id}"
+        f"{settings.FLAREBOT_ORIGIN}/?c={conversation.id}#browser-task-{proposal.id}"
     )
 
 
