@@ -103,13 +103,9 @@ def sandbox_names(raw_names: list[str]) -> list[str]:
 
 
 def inputs_archive(inputs: list[SandboxInput]) -> IO[bytes]:
-    """Return a tar (in a temporary file, rewound) of the inputs: root-owned, files 0444, directory 0555."""
+    """Return a tar (in a temporary file, rewound) of the inputs: root-owned files, mode 0444."""
     archive = tempfile.TemporaryFile()  # noqa: SIM115 (handed to the engine, closed by the caller)
     with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        directory = tarfile.TarInfo("./")
-        directory.type = tarfile.DIRTYPE
-        directory.mode = 0o555
-        tar.addfile(directory)
         for item in inputs:
             info = tarfile.TarInfo(item.name)
             info.size = item.size

@@ -63,7 +63,7 @@ async def test_the_shell_reads_the_attachments_and_cannot_change_them(owner_clie
 
     assert output["stdout"] == (
         "a,b\n1,2\nc,d\n3,4\n"
-        "555 root /workspace/attachments\n"
+        "755 root /workspace/attachments\n"  # the volume's root: the engine makes it 0755, root's
         "444 root /workspace/attachments/table (2).csv\n"
         "444 root /workspace/attachments/table.csv\n"
         "no-write\nno-create\nno-remove\nno-chmod\nmine\n"
