@@ -199,7 +199,7 @@ async def _record_result(
 
 
 def _returned_attachments(result: CallResult) -> list[dict[str, Any]]:
-    """The attachment parts a call's output hands over (a shell command's /workspace/out files): they join the answer."""
+    """The attachment parts a call's output hands over (a shell command's out/ files): they join the answer."""
     output = result.output
     if result.status != ActivityStatus.SUCCEEDED or not isinstance(output, dict):
         return []

@@ -156,7 +156,11 @@ def collect_out(api: Any, container: str, user: str) -> Returned:
     returned = Returned()
     try:
         listing = _exec_output(
-            api, container, ["find", OUT_DIR, "-mindepth", "1", "-maxdepth", "1", "-printf", r"%y/%s/%f\0"], user, LISTING_MAX
+            api,
+            container,
+            ["find", OUT_DIR, "-mindepth", "1", "-maxdepth", "1", "-printf", r"%y/%s/%f\0"],
+            user,
+            LISTING_MAX,
         )
     except (DockerException, RequestException, OSError) as error:
         logger.warning("listing /workspace/out of %s failed: %s", container, str(error)[:300])
@@ -171,7 +175,11 @@ def collect_out(api: Any, container: str, user: str) -> Returned:
     expected = sum(chosen.values())
     try:
         data = _exec_output(
-            api, container, ["tar", "-C", OUT_DIR, "-cf", "-", "--", *chosen], user, expected + TAR_OVERHEAD * len(chosen)
+            api,
+            container,
+            ["tar", "-C", OUT_DIR, "-cf", "-", "--", *chosen],
+            user,
+            expected + TAR_OVERHEAD * len(chosen),
         )
     except (DockerException, RequestException, OSError) as error:
         logger.warning("reading /workspace/out of %s failed: %s", container, str(error)[:300])
@@ -201,10 +209,10 @@ def _choose(listing: bytes, returned: Returned) -> dict[str, int]:
         entries.append((name, kind.decode("ascii", "replace"), size))
     chosen: dict[str, int] = {}
     total = 0
-    for name, kind, size in sorted(entries):
+    for name, kind_letter, size in sorted(entries):
         shown = sandbox_name(name)
-        if kind != "f":
-            returned.notes.append(f"{shown}: not returned, only regular files are (this is a {_kind(kind)}).")
+        if kind_letter != "f":
+            returned.notes.append(f"{shown}: not returned, only regular files are (this is a {_kind(kind_letter)}).")
         elif len(chosen) >= OUT_FILES_MAX:
             returned.notes.append(f"{shown}: not returned, at most {OUT_FILES_MAX} files come back.")
         elif total + size > OUT_BYTES_MAX:

@@ -28,10 +28,8 @@ def _inputs(conversation_id: uuid.UUID) -> tuple[list[SandboxInput], list[str]]:
     kept.reverse()  # named in the order they were sent: a later file of the same name gets " (2)"
     names = sandbox_names([a.name for a in kept])
     inputs = [SandboxInput(n, attachment_blob(a), a.size) for n, a in zip(names, kept, strict=True)]
-    notes = [
-        f"{sandbox_name(a.name)}: not copied in, the attachments copied may be {IN_BYTES_MAX // (1024 * 1024)} MB in all."
-        for a in left
-    ]
+    bound = f"the attachments copied may be {IN_BYTES_MAX // (1024 * 1024)} MB in all"
+    notes = [f"{sandbox_name(a.name)}: not copied in, {bound}." for a in left]
     return inputs, notes
 
 
