@@ -110,7 +110,11 @@ def inputs_archive(inputs: list[SandboxInput]) -> IO[bytes]:
             info = tarfile.TarInfo(item.name)
             info.size = item.size
             info.mode = 0o444
-            with open(item.path, "rb") as blob:
+            try:
+                blob = open(item.path, "rb")  # noqa: SIM115 (closed below)
+            except FileNotFoundError:
+                continue  # its conversation was just cleared: nothing to copy
+            with blob:
                 tar.addfile(info, blob)
     archive.seek(0)
     return archive
