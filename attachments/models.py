@@ -36,6 +36,9 @@ class Attachment(BaseModel):
     name = models.CharField(max_length=255)
     media_type = models.CharField(max_length=32, choices=MediaType.choices)
     size = models.PositiveBigIntegerField()
+    # The tool call that returned this file (a shell command's /workspace/out), "" for an upload:
+    # with the answer message and the name, what makes a retried call store it once.
+    tool_call_id = models.CharField(max_length=128, blank=True, default="")
     sha256 = models.CharField(max_length=64)
 
     class Meta:
@@ -43,6 +46,12 @@ class Attachment(BaseModel):
             models.CheckConstraint(condition=models.Q(media_type__in=MediaType.values), name="attachments_type_valid"),
             models.CheckConstraint(condition=~models.Q(name=""), name="attachments_name_not_empty"),
             models.CheckConstraint(condition=models.Q(sha256__regex=r"^[0-9a-f]{64}$"), name="attachments_sha256_hex"),
+            # attachment_from_tool: one row per file a call returned
+            models.UniqueConstraint(
+                fields=["message", "tool_call_id", "name"],
+                condition=~models.Q(tool_call_id=""),
+                name="attachments_tool_file_once",
+            ),
         ]
         indexes = [
             # attachments_claim and attachments_delete: a conversation's attachments

@@ -145,3 +145,6 @@ def attachments_sweep() -> int:
                 blob_remove(sha256)
                 removed += 1
     return removed
+
+
+blobs_locked = _blobs_locked  # for the other writers of blobs (attachments.tool_files)

@@ -187,6 +187,7 @@ async def _record_result(
             if part["type"] == "tool" and part["tool_call_id"] == call.id:
                 part["output"] = result.output
                 part["status"] = result.status
+        writer.parts.extend(_returned_attachments(result))
         if latest_progress is not None:
             activity_progress(activity, latest_progress)
         activity_finish(activity, status=result.status, output=result.output, message=result.message)
@@ -195,6 +196,17 @@ async def _record_result(
         )
         events = [finished, *_activity_event(claim, activity)]
         await writer.record(events, (activity,))
+
+
+def _returned_attachments(result: CallResult) -> list[dict[str, Any]]:
+    """The attachment parts a call's output hands over (a shell command's out/ files): they join the answer."""
+    output = result.output
+    if result.status != ActivityStatus.SUCCEEDED or not isinstance(output, dict):
+        return []
+    listed = output.get("attachments")
+    if not isinstance(listed, list):
+        return []
+    return [dict(part) for part in listed if isinstance(part, dict) and part.get("type") == "attachment"]
 
 
 class ProgressCoalescer:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import connection
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import Ulimit
+from docker.types import Mount, Ulimit
 from requests.exceptions import RequestException
 
 from tools.shell.engine import (
@@ -44,6 +44,7 @@ from tools.shell.engine import (
     WORKSPACE,
     engine_client,
 )
+from tools.shell.files import ATTACHMENTS_DIR, Returned, SandboxInput, collect_out, copy_in
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,13 @@ REMOVE_TIMEOUT = 10.0  # seconds a removal may take before it counts as pending
 # The container's own clock runs this much past the call's lifetime: the call kills it
 # first, the container's `timeout` only matters when no call is left to do it.
 SELF_KILL_MARGIN = 0.5
+# The container outlives the command by this much, for /workspace/out to be read from it.
+COLLECT_MARGIN = 15.0
+# What runs the command (with `docker exec`, so that the container is still there once it
+# ended): the command, then every process it left behind killed (`kill -1` spares the
+# caller and the container's init, which only sleeps out the lifetime), so the
+# output stream ends with the command and nothing writes to out/ while it is read.
+RUNNER = 'bash -c "$1"; code=$?; kill -KILL -1 2>/dev/null; exit "$code"'
 
 STDOUT, STDERR = 1, 2
 KILLED = 128 + 9  # the exit status of a process ended by SIGKILL
@@ -137,6 +145,8 @@ class Sandbox:
     stop: threading.Event = field(default_factory=threading.Event)
     output_bytes: int = 0  # bytes of output kept so far (read by the progress reports)
     started_at: float | None = None  # time.monotonic() when it started
+    inputs: list[SandboxInput] = field(default_factory=list)  # attachments copied in
+    returned: Returned | None = None  # what came back from /workspace/out (after a command that ended itself)
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
     # Both streams as they arrived, for the card's live view (the result keeps them apart).
@@ -145,6 +155,7 @@ class Sandbox:
     timed_out: bool = False
     stopped: bool = False
     exit_code: int | None = None
+    exec_id: str = ""
 
     @property
     def name(self) -> str:
@@ -167,12 +178,14 @@ class Sandbox:
         if self.stop.is_set() or time.monotonic() >= self.deadline or not still_wanted():
             return None  # created after its call was stopped: removed without ever starting
         self.run()
+        if self.exit_code is not None and not (self.stopped or self.timed_out or self.truncated):
+            self.returned = collect_out(engine_client().api, self.name, USER)
         return self.outcome()
 
     def create(self) -> None:
         """Create the container (not started); raises EngineFailed."""
         remaining = max(0.0, self.deadline - time.monotonic())
-        lifetime = f"{remaining + SELF_KILL_MARGIN:.2f}"
+        lifetime = f"{remaining + SELF_KILL_MARGIN + COLLECT_MARGIN:.2f}"
         network = settings.CONFIG.shell_network
         api = engine_client().api
         host_config = api.create_host_config(
@@ -191,12 +204,15 @@ class Sandbox:
             ulimits=[Ulimit(name="nofile", soft=NOFILE_LIMIT, hard=NOFILE_LIMIT)],
             log_config={"type": "none"},
             shm_size="16m",
+            # An anonymous volume (it goes with the container) for the attachments copied in.
+            mounts=[Mount(target=ATTACHMENTS_DIR, source=None, type="volume")] if self.inputs else None,
         )
         host_config["MaskedPaths"] = list(MASKED_PATHS)  # the SDK has no argument for it
         try:
             api.create_container(
                 SANDBOX_IMAGE,
-                command=["timeout", "-s", "KILL", lifetime, "bash", "-c", self.command],
+                # The container's init only waits (one process, so `kill -1` spares it), then ends it.
+                command=["python3", "-c", "import sys, time; time.sleep(float(sys.argv[1]))", lifetime],
                 name=self.name,
                 user=USER,
                 working_dir=WORKSPACE,
@@ -205,6 +221,8 @@ class Sandbox:
                 network_disabled=network is None,
                 host_config=host_config,
             )
+            if self.inputs:
+                copy_in(api, self.name, self.inputs)
         except ImageNotFound:
             raise EngineFailed(f"The engine has no {SANDBOX_IMAGE} image. {BUILD_IMAGE}") from None
         except (DockerException, RequestException) as error:
@@ -215,10 +233,12 @@ class Sandbox:
         """Start the created container and collect its output until it ends, is killed or stopped."""
         api = engine_client().api
         try:
-            attached = api.attach_socket(self.name, params={"stdout": 1, "stderr": 1, "stream": 1})
+            api.start(self.name)
+            command = ["bash", "-c", RUNNER, "bash", self.command]
+            self.exec_id = api.exec_create(self.name, command, user=USER, workdir=WORKSPACE)["Id"]
+            attached = api.exec_start(self.exec_id, socket=True)
             # A unix or plain TCP engine gives a SocketIO over the socket; a TLS one the socket itself.
             raw: socket.socket = getattr(attached, "_sock", attached)
-            api.start(self.name)
         except (DockerException, RequestException) as error:
             logger.warning("starting shell container %s failed: %s", self.name, str(error)[:300])
             raise EngineFailed("The Docker engine could not start the sandbox container.") from None
@@ -281,18 +301,25 @@ class Sandbox:
             engine_client().api.kill(self.name, "KILL")
 
     def _exit_code(self) -> int | None:
-        try:
-            status = engine_client().api.wait(self.name, timeout=DRAIN)
-        except (DockerException, RequestException):
-            return None
-        code = status.get("StatusCode")
-        return int(code) if isinstance(code, int) else None
+        """The command's exit status once its exec ended; None when the container went away."""
+        give_up = time.monotonic() + DRAIN
+        while True:
+            try:
+                state = engine_client().api.exec_inspect(self.exec_id)
+            except (DockerException, RequestException):
+                return None
+            code = state.get("ExitCode")
+            if not state.get("Running"):
+                return int(code) if isinstance(code, int) else None
+            if time.monotonic() >= give_up:
+                return None
+            time.sleep(POLL)
 
 
 def container_remove(name: str) -> bool:
     """Remove a container (killing it first); True once the engine confirms it is gone."""
     try:
-        engine_client().api.remove_container(name, force=True)
+        engine_client().api.remove_container(name, force=True, v=True)  # its attachments volume too
     except NotFound:
         return True
     except APIError as error:

@@ -33,6 +33,8 @@ from tools.cleanup_jobs import SHELL_LEASE_CLEANUP, lease_cleanup_enqueue
 from tools.kit import call_wanted, card_summary, object_schema
 from tools.registry import CleanupRequest, Effect, Tool, ToolContext, ToolFailed
 from tools.shell.engine import engine_problem
+from tools.shell.files import OUT_BYTES_MAX, OUT_FILES_MAX
+from tools.shell.handover import returned_store, sandbox_inputs
 from tools.shell.leases import (
     shell_lease_open,
     shell_lease_pending,
@@ -121,7 +123,8 @@ async def shell(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         expires_at=timezone.now() + timedelta(seconds=lifetime + CREATE_TIMEOUT + REMOVE_TIMEOUT),
         place=place,
     )
-    sandbox = Sandbox(lease_id=lease_id, command=command, deadline=begun + lifetime, scope=scope)
+    inputs, not_copied = await sandbox_inputs(context.conversation_id)
+    sandbox = Sandbox(lease_id=lease_id, command=command, deadline=begun + lifetime, scope=scope, inputs=inputs)
     key = (context.turn_id, context.tool_call_id)
     _running[key] = sandbox
     outcome: Outcome | None = None
@@ -141,7 +144,14 @@ async def shell(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
             context.place.keep()  # the pending lease holds the place until the job removes it
     if failed is not None:
         raise ToolFailed(failed + ("" if removed else " Its removal is pending."))
-    return _result(outcome, removed)
+    result = _result(outcome, removed)
+    if inputs:
+        result["attachments_copied"] = [item.name for item in inputs]
+    if not_copied:
+        result["attachments_not_copied"] = not_copied
+    if sandbox.returned is not None:
+        result.update(await returned_store(context, sandbox.returned))
+    return result
 
 
 async def _drive(context: ToolContext, sandbox: Sandbox) -> Outcome | None:
@@ -313,7 +323,11 @@ DESCRIPTION = (
     f"32 KiB of output (stdout and stderr together; the container is stopped when it is reached), "
     f"{MEMORY_LIMIT // (1024 * 1024)} MiB of memory, {CPU_LIMIT:g} CPU, {PIDS_LIMIT} processes, "
     f"{WORKSPACE_SIZE.rstrip('m')} MiB in /workspace. "
-    "No network unless the operator enabled one. No secrets are available inside."
+    "No network unless the operator enabled one. No secrets are available inside. "
+    "The conversation's attachments are in /workspace/attachments (read-only). To hand files back to the "
+    f"user, write them to /workspace/out/ (mkdir -p it): at most {OUT_FILES_MAX} regular files, "
+    f"{OUT_BYTES_MAX // (1024 * 1024)} MB in all, of the types attachments take (images, PDF, text, CSV, JSON); "
+    "they come back when the command ends by itself (not when stopped, timed out or its output was cut)."
 )
 
 SHELL = Tool(
