@@ -17,6 +17,7 @@ from django.conf import settings
 from playwright.sync_api import FilePayload, Page, expect
 
 from attachments.limits import FILE_MAX, MESSAGE_FILES_MAX
+from conversations.models import Message, MessageRole
 from tests.attachments.support import png
 from tests.e2e.chat_support import apply_look, no_sideways_scroll, open_conversation
 from tests.support.fake_providers import FakeProviders, Text
@@ -37,10 +38,16 @@ def chip(page: Page, name: str):
     return chips(page).filter(has=page.locator(".attach-name", has_text=name))
 
 
-def attach_by_button(page: Page, *files: FilePayload | Path) -> None:
+def attach_by_button(page: Page, *files: FilePayload) -> None:
     with page.expect_file_chooser() as chooser:
         page.get_by_role("button", name="Attach files").click()
     chooser.value.set_files(list(files))
+
+
+def attach_path_by_button(page: Page, path: Path) -> None:
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Attach files").click()
+    chooser.value.set_files(path)
 
 
 def text_file(name: str, content: bytes = b"some notes\n") -> FilePayload:
@@ -186,7 +193,7 @@ def test_the_page_refuses_the_eleventh_file_a_file_over_20_mb_and_what_the_serve
 
     too_big = tmp_path / "huge.txt"
     too_big.write_bytes(b"a" * FILE_MAX + b"\n")  # one byte over
-    attach_by_button(page, too_big)
+    attach_path_by_button(page, too_big)
     expect(chip(page, "huge.txt")).to_have_attribute("data-state", "refused")
     expect(chip(page, "huge.txt").get_by_role("alert")).to_have_text("Not attached: a file may be at most 20 MB.")
     assert uploads == []  # refused before any upload
@@ -197,7 +204,10 @@ def test_the_page_refuses_the_eleventh_file_a_file_over_20_mb_and_what_the_serve
     said = httpx.post(
         f"{live_owner.live.base_url}/api/conversations/{conversation_id}/attachments/",
         files={"file": ("trap.png", html, "image/png")},
-        headers={"Origin": live_owner.live.origin, "Cookie": f"{settings.SESSION_COOKIE_NAME}={live_owner.session_key}"},
+        headers={
+            "Origin": live_owner.live.origin,
+            "Cookie": f"{settings.SESSION_COOKIE_NAME}={live_owner.session_key}",
+        },
     ).json()["error"]
     assert said["code"] == "unsupported_type"
     attach_by_button(page, {"name": "trap.png", "mimeType": "image/png", "buffer": html})
@@ -218,3 +228,48 @@ def test_the_page_refuses_the_eleventh_file_a_file_over_20_mb_and_what_the_serve
     expect(page.locator("#transcript .msg.user .file-chip")).to_have_count(MESSAGE_FILES_MAX)
     expect(chips(page)).to_have_count(0)
     no_sideways_scroll(page)
+
+
+def test_another_tab_shows_the_files_and_an_answer_shows_the_files_it_brought_back(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    page = chat_page
+    fake_providers.script([Text("Here is the chart.")])
+    conversation_id = live_owner.create_conversation("Two tabs")
+    open_conversation(page, conversation_id)
+    other = page.context.new_page()
+    open_conversation(other, conversation_id)
+
+    attach_by_button(page, {"name": "shot.png", "mimeType": "image/png", "buffer": png()})
+    expect(chip(page, "shot.png")).to_have_attribute("data-state", "ready")
+    page.locator("#composer-input").fill("What is this?")
+    page.locator("#composer-input").press("Enter")
+
+    # The other tab shows the message's file as it arrives, as the sending tab does.
+    expect(other.locator("#transcript .msg.user .bubble")).to_have_text("What is this?")
+    expect(other.locator("#transcript .msg.user .file-chip").get_by_role("link", name="shot.png")).to_be_visible()
+    expect(other.locator("#transcript .msg.assistant").last).to_contain_text("Here is the chart.")
+    other.close()
+
+    # An answer's own files (the shell's /workspace/out/) come as attachment parts of it.
+    chart = httpx.post(
+        f"{live_owner.live.base_url}/api/conversations/{conversation_id}/attachments/",
+        files={"file": ("chart.png", png(4, 4), "image/png")},
+        headers={
+            "Origin": live_owner.live.origin,
+            "Cookie": f"{settings.SESSION_COOKIE_NAME}={live_owner.session_key}",
+        },
+    ).json()
+    answer = Message.objects.get(conversation_id=conversation_id, role=MessageRole.ASSISTANT)
+    answer.parts = [
+        *answer.parts,
+        {"type": "attachment", **{k: chart[k] for k in ("id", "name", "media_type", "size")}},
+    ]
+    answer.save(update_fields=["parts"])
+    page.reload()
+    files = page.locator("#transcript .msg.assistant .file-chip")
+    expect(files.get_by_role("link", name="chart.png")).to_have_attribute("href", f"/api/attachments/{chart['id']}/")
+    files.get_by_role("button", name="View chart.png").click()
+    expect(page.locator("#attachment-viewer #attachment-viewer-name")).to_have_text("chart.png")
+    page.keyboard.press("Escape")
+    expect(page.locator("#attachment-viewer")).to_be_hidden()
