@@ -20,6 +20,7 @@ from attachments.limits import FILE_MAX, MESSAGE_FILES_MAX
 from conversations.models import Message, MessageRole
 from tests.attachments.support import png
 from tests.e2e.chat_support import apply_look, no_sideways_scroll, open_conversation
+from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live_clients import OwnerClient
 
@@ -106,6 +107,7 @@ def test_files_attached_by_button_go_with_a_message_of_only_files_and_show_after
     expect(chip(page, "square.png")).to_have_attribute("data-state", "ready")
     expect(chip(page, "square.png")).to_contain_text("image/png")
     no_sideways_scroll(page)
+    screenshot(page, f"chat-attachments-composer-{width}")
 
     # Remove one by keyboard before sending.
     chip(page, "big-notes.txt").get_by_role("button", name="Remove big-notes.txt").focus()
@@ -134,6 +136,7 @@ def test_files_attached_by_button_go_with_a_message_of_only_files_and_show_after
     viewer = page.locator("#attachment-viewer")
     expect(viewer).to_be_visible()
     expect(viewer.locator("#attachment-viewer-name")).to_have_text("square.png")
+    screenshot(page, f"chat-attachments-viewer-{width}")
     expect(viewer.get_by_role("link", name="Download")).to_have_attribute("href", re.compile(r"^/api/attachments/"))
     page.keyboard.press("Escape")
     expect(viewer).to_be_hidden()
