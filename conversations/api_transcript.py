@@ -77,9 +77,9 @@ class BranchInput(StrictSerializer):
     turn_id = described(uuid_schema(lowercase=False), StringField(help_text="A turn named in a `versions` list."))
 
 
-MessageOutput = inline_serializer(
-    "Message",
-    {
+def _message_fields() -> dict[str, serializers.Field]:
+    """A message's fields, fresh (a field binds to one serializer)."""
+    return {
         "id": serializers.UUIDField(),
         "role": serializers.ChoiceField(choices=MessageRole.choices),
         "parts": serializers.ListField(
@@ -96,8 +96,10 @@ MessageOutput = inline_serializer(
                 "when it has one. `POST .../branch/` shows another."
             ),
         ),
-    },
-)
+    }
+
+
+MessageOutput = inline_serializer("Message", _message_fields())
 TranscriptOutput = inline_serializer(
     "Transcript",
     {
@@ -189,11 +191,30 @@ ActivitiesOutput = inline_serializer(
         "next_cursor": serializers.CharField(allow_null=True),
     },
 )
+ExportedAttachmentOutput = inline_serializer(
+    "ExportedAttachment",
+    {
+        "id": serializers.UUIDField(),
+        "name": serializers.CharField(),
+        "media_type": serializers.CharField(),
+        "size": serializers.IntegerField(min_value=0),
+        "sha256": serializers.CharField(),
+    },
+)
+ExportedMessageOutput = inline_serializer(
+    "ExportedMessage",
+    {
+        **_message_fields(),
+        "attachments": list_of(
+            ExportedAttachmentOutput, help_text="An addition: the files of the message's `attachment` parts, in order."
+        ),
+    },
+)
 ExportOutput = inline_serializer(
     "ConversationExport",
     {
         "conversation": ConversationOutput,
-        "messages": list_of(MessageOutput),
+        "messages": list_of(ExportedMessageOutput),
         "exported_at": serializers.DateTimeField(),
     },
 )
@@ -364,7 +385,9 @@ class ExportApi(APIView):
     )
     def get(self, request: Request, conversation_id: str) -> HttpResponse:
         parsed = parse_uuid(conversation_id, what="conversation id")
-        exported = conversation_export(conversation_id=parsed, fmt=request.query_params.get("format", "md"))
+        exported = conversation_export(
+            conversation_id=parsed, fmt=request.query_params.get("format", "md"), origin=request.build_absolute_uri("/")
+        )
         response = HttpResponse(exported.body, content_type=exported.content_type)
         # RFC 6266: an ASCII fallback and the UTF-8 name.
         ascii_name = exported.filename.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")

@@ -5,10 +5,15 @@ the sources tools cited); nothing else does: no key, no setting, no event log.
 
 The Markdown file is opened in viewers we do not control, so text that reached us from
 the web or the model and that we place inside Markdown syntax (the conversation's name
-in the heading, tool names, source titles as link text, source URLs as link targets)
-goes through `_md_text` (text) or `_md_target` (a link target, http(s) only): it reads
+in the heading, tool names, source titles and attachment names as link text, source URLs
+as link targets) goes through `_md_text` (text) or `_md_target` (a link target, http(s) only): it reads
 as literal text and cannot close a link, open one, or inject HTML or an image. Message text is the message itself and is
 kept as written.
+
+Attachments (a message's `attachment` parts) are listed in the JSON file under each
+message's `attachments` (with their `sha256`), and linked in the Markdown file to where the
+server serves them (`ORIGIN/api/attachments/ID/`, ORIGIN being the address the export was
+asked from).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from urllib.parse import quote
 
 from django.utils import timezone
 
+from attachments.selectors import attachments_by_id
 from conversations.models import Conversation, Message, MessageRole
 from conversations.selectors import conversation_require_active, shown_messages
 from conversations.serializers import conversation_json, message_json
@@ -52,8 +58,8 @@ class ExportFile:
     body: bytes
 
 
-def conversation_export(*, conversation_id: uuid.UUID, fmt: str) -> ExportFile:
-    """Return the whole conversation as a file in `fmt` (md or json)."""
+def conversation_export(*, conversation_id: uuid.UUID, fmt: str, origin: str) -> ExportFile:
+    """Return the whole conversation as a file in `fmt` (md or json); `origin` is the server's address, for links."""
     if fmt not in FORMATS:
         raise InvalidInput("format: must be md or json.", code="invalid_format")
     conversation = conversation_require_active(conversation_id=conversation_id)
@@ -63,12 +69,12 @@ def conversation_export(*, conversation_id: uuid.UUID, fmt: str) -> ExportFile:
     if fmt == "json":
         document = {
             "conversation": conversation_json(conversation),
-            "messages": [message_json(m) for m in shown],
+            "messages": [_message_with_attachments(m, conversation_id) for m in shown],
             "exported_at": iso(timezone.now()),
         }
         body = json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8", "surrogatepass")
         return ExportFile(f"{name}.json", "application/json", body)
-    return ExportFile(f"{name}.md", "text/markdown; charset=utf-8", _markdown(conversation, shown).encode())
+    return ExportFile(f"{name}.md", "text/markdown; charset=utf-8", _markdown(conversation, shown, origin).encode())
 
 
 def _file_name(name: str) -> str:
@@ -105,12 +111,46 @@ def _md_source(source: dict[str, Any]) -> str:
     return f"- [{label}]({target})"
 
 
-def _markdown(conversation: Conversation, messages: list[Message]) -> str:
+def _attachment_ids(message: Message) -> list[uuid.UUID]:
+    ids = []
+    for part in message.parts:
+        if isinstance(part, dict) and part.get("type") == "attachment":
+            try:
+                ids.append(uuid.UUID(str(part.get("id"))))
+            except ValueError:
+                continue
+    return ids
+
+
+def _message_with_attachments(message: Message, conversation_id: uuid.UUID) -> dict[str, Any]:
+    """A message as the API gives it, with its attachments listed: id, name, type, size and hash."""
+    ids = _attachment_ids(message)
+    rows = attachments_by_id(conversation_id=conversation_id, ids=ids) if ids else {}
+    listed = [
+        {"id": str(row.id), "name": row.name, "media_type": row.media_type, "size": row.size, "sha256": row.sha256}
+        for row in (rows.get(i) for i in ids)
+        if row is not None
+    ]
+    return {**message_json(message), "attachments": listed}
+
+
+def _md_attachment(part: dict[str, Any], origin: str) -> str:
+    """An attachment as a list item linking to where the server serves it."""
+    label = _md_text(part.get("name") or "attachment")
+    try:
+        attachment_id = uuid.UUID(str(part.get("id")))
+    except ValueError:
+        return f"- {label}"
+    return f"- [{label}]({quote(origin.rstrip('/'), safe=_URL_SAFE)}/api/attachments/{attachment_id}/)"
+
+
+def _markdown(conversation: Conversation, messages: list[Message], origin: str) -> str:
     lines = [f"# {_md_text(conversation.name)}", "", f"Exported from Flarebot on {iso(timezone.now())}.", ""]
     for message in messages:
         who = "You" if message.role == MessageRole.USER else "Flarebot"
         lines += [f"## {who} · {iso(message.created_at)}", ""]
         sources: list[dict[str, Any]] = []
+        attached: list[str] = []
         for part in message.parts:
             if part.get("type") == "text":
                 lines += [part.get("text", ""), ""]
@@ -119,6 +159,10 @@ def _markdown(conversation: Conversation, messages: list[Message]) -> str:
                 output = part.get("output")
                 if isinstance(output, dict):
                     sources += [s for s in output.get("sources", []) if isinstance(s, dict)]
+            elif part.get("type") == "attachment":
+                attached.append(_md_attachment(part, origin))
+        if attached:
+            lines += ["Attachments:", "", *attached, ""]
         if sources:
             lines += ["Sources:", ""]
             lines += [_md_source(s) for s in sources]

@@ -5,11 +5,14 @@ Unicode word tokens with English stop words dropped, at most 24, OR-combined, ne
 as query syntax; at most 50 results, best first, each with a plain-text snippet. What is
 searchable is written when a turn ends (its messages) and when a conversation is named,
 so an answer is never re-indexed while it streams. A conversation is one result: its best
-matching entry, with the matched words marked, and how many of its entries matched.
+matching entry, with the matched words marked, and how many of its entries matched. A
+message's entry holds its text and the names of its attachments (a file's name finds the
+message it came with, user's or answer's), so the ranking and ties are those of any entry.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any, TypedDict
 
@@ -35,8 +38,20 @@ class SearchResult(TypedDict):
 
 
 def message_text(parts: list[dict[str, Any]]) -> str:
-    """The searchable text of a message: its text parts (tool calls are not searched)."""
-    return _unmarked("\n".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text"))
+    """The searchable text of a message: its text parts, then its attachments' names (tool calls are not searched)."""
+    texts = [str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+    names = [_name_text(str(p.get("name", ""))) for p in parts if isinstance(p, dict) and p.get("type") == "attachment"]
+    return _unmarked("\n".join(text for text in [*texts, *names] if text))
+
+
+def _name_text(name: str) -> str:
+    """A file's name as indexed: the name, then its words when it has several.
+
+    PostgreSQL's parser reads `report.pdf` as one file token, so `report` alone would not
+    find it; its words, listed after it, are found on both databases.
+    """
+    words = re.findall(r"\w+", name)
+    return f"{name} ({' '.join(words)})" if len(words) > 1 else name
 
 
 def _unmarked(text: str) -> str:

@@ -9,6 +9,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods, require_POST
 
+from attachments.limits import FILE_MAX, MESSAGE_BYTES_MAX, MESSAGE_FILES_MAX
 from conversations.instructions import MAX_UTF16 as INSTRUCTIONS_MAX_UTF16
 from conversations.instructions import PRODUCT_RULES
 from conversations.providers.catalog import KEYED_PROVIDERS, PROVIDER_LABELS
@@ -54,7 +55,15 @@ def home(request: HttpRequest) -> HttpResponse:
     """Show the chat page to the owner; send anyone else to the sign-in page."""
     if not _is_owner(request):
         return HttpResponseRedirect("/login/")
-    limits = {"message": MAX_TEXT_UTF16, "name": NAME_MAX_UTF16, "query": QUERY_MAX}
+    limits = {
+        "message": MAX_TEXT_UTF16,
+        "name": NAME_MAX_UTF16,
+        "query": QUERY_MAX,
+        # Attachments' limits (attachments/limits.py), enforced on the page before upload.
+        "file_bytes": FILE_MAX,
+        "message_files": MESSAGE_FILES_MAX,
+        "message_bytes": MESSAGE_BYTES_MAX,
+    }
     # The tools whose results carry sources, listed under the answer (`Tool.cites_sources`).
     return render(request, "chat.html", {"limits": limits, "source_tools": tools_citing_sources()})
 

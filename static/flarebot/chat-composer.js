@@ -1,9 +1,17 @@
-// The composer: a message's text, its length against the server's limit, sending it (a
-// conversation comes to exist with its first message), and the errors that refuse it.
+// The composer: a message's text, its length against the server's limit, its attachments
+// (chat-attachments.js), sending it (a conversation comes to exist with its first message),
+// and the errors that refuse it. Send is disabled while a file is uploading.
 
 import { MAX_CHARS, reportError, state, ui } from "./chat-shell.js";
 import { createConversation } from "./chat-sidebar.js";
 import { countText, numbers } from "./dom.js";
+import {
+  clearAttachments,
+  hasAttachments,
+  onAttachmentsChange,
+  readyAttachments,
+  uploading,
+} from "./chat-attachments.js";
 
 export function showComposerError(message) {
   ui.error.textContent = message;
@@ -31,7 +39,10 @@ export function composerChanged() {
   if (over) showComposerError(tooLongMessage(length));
   else if (ui.error.dataset.kind === "length") hideComposerError();
   ui.error.dataset.kind = over ? "length" : "";
+  ui.send.disabled = uploading();
+  ui.send.title = ui.send.disabled ? "Waiting for the files to upload" : "";
 }
+onAttachmentsChange(composerChanged);
 
 function tooLongMessage(length) {
   const extra = numbers.format(length - MAX_CHARS);
@@ -46,7 +57,8 @@ function cleanText(text) {
 let creating = false;
 export async function submitComposer() {
   const text = cleanText(ui.input.value);
-  if (!text) return;
+  if (uploading()) return; // Send is disabled until every file is uploaded
+  if (!text && !hasAttachments()) return;
   if (text.length > MAX_CHARS) {
     showComposerError(tooLongMessage(text.length));
     ui.error.dataset.kind = "length";
@@ -65,9 +77,17 @@ export async function submitComposer() {
       creating = false;
     }
   }
+  const attachments = readyAttachments().map((item) => ({
+    type: "attachment",
+    id: item.id,
+    name: item.name,
+    media_type: item.type,
+    size: item.size,
+  }));
   ui.input.value = "";
+  clearAttachments(); // a refused send puts them back (restoreAttachments)
   composerChanged();
-  state.view.send(text);
+  state.view.send(text, attachments);
 }
 
 ui.composer.addEventListener("submit", (event) => {

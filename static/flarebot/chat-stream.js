@@ -120,7 +120,7 @@ export class EventStream {
         // A message sent before a drop may never have been stored: send it again; the
         // request_id makes a repeat return the same turn.
         for (const [requestId, pending] of this.pending) {
-          if (!pending.acked) this.sendFrame({ type: "user_message", request_id: requestId, text: pending.text });
+          if (!pending.acked) this.sendFrame(this.userMessage(requestId, pending));
         }
       }, OPEN_SETTLE_MS);
     };

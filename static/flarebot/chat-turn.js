@@ -6,6 +6,7 @@ import { renderMarkdown } from "./markdown.js";
 import { ToolCard, renderSources, sourcesOf } from "./chat-tools.js";
 import { decorateCode } from "./chat-code.js";
 import { ACTIVE } from "./chat-shell.js";
+import { attachmentChips } from "./chat-attachment-chips.js";
 import { button, el } from "./dom.js";
 
 const turnsByElement = new WeakMap();
@@ -118,12 +119,15 @@ export class Turn {
     bubble.textContent = this.userText;
     // A message a scheduled task sent for the owner says so (PROTOCOL.md addition: `source`).
     const source = (message.parts || []).find((p) => p.type === "text" && p.source && p.source.kind === "task")?.source;
+    bubble.hidden = !this.userText; // a message of only files shows only their chips
+    const files = attachmentChips(message.parts);
     if (source) {
       this.userEl.dataset.source = "task";
       this.userEl.replaceChildren(el("div", "source", `Scheduled task: ${source.name || ""}`), bubble);
     } else {
       this.userEl.replaceChildren(bubble);
     }
+    if (files) this.userEl.append(files);
     const row = actions(
       timeEl(message.created_at),
       ["copy", "Copy", "Copy message"],
@@ -225,6 +229,8 @@ export class Turn {
     });
     // Activity announced before its tool part: show its card anyway.
     for (const [id, card] of this.cards) if (!shown.has(id) && card.activity) nodes.push(card.el);
+    const files = attachmentChips(this.parts); // files the answer brought back
+    if (files) nodes.push(files);
     this.partsEl.replaceChildren(...nodes);
     this.renderSources();
     this.view.schedule();
@@ -286,7 +292,9 @@ export class Turn {
   /** Show the thinking dots and the closing note that fit the turn's status. */
   refresh() {
     if (this.assistantEl) {
-      const visible = this.parts.some((p) => (p.type === "text" && p.text) || p.type === "tool") || this.cards.size;
+      const visible =
+        this.parts.some((p) => (p.type === "text" && p.text) || p.type === "tool" || p.type === "attachment") ||
+        this.cards.size;
       this.thinkingEl.hidden = !(this.active && !visible);
       this.assistantEl.hidden = !this.active && !visible;
     }

@@ -27,6 +27,14 @@ import { markdownReady } from "./markdown.js";
 const FIRST_SCREEN = 12;
 const BACKLOG_CHUNK = 16;
 
+/** The body of a message sent: its text, and its files' ids when it has any. */
+function messageBody(requestId, pending) {
+  const body = { request_id: requestId, text: pending.text };
+  if (pending.attachments.length) body.attachments = pending.attachments.map((part) => part.id);
+  return body;
+}
+
+
 export class ConversationView extends EventStream {
   constructor(id) {
     super();
@@ -217,7 +225,7 @@ export class ConversationView extends EventStream {
     this.pending.delete(requestId);
     pending.turn.el.remove();
     this.turns.delete(pending.turn.key);
-    hooks.restoreDraft(pending.text);
+    hooks.restoreDraft(pending.text, pending.attachments);
     this.changed();
   }
 
@@ -285,17 +293,23 @@ export class ConversationView extends EventStream {
 
   // --- actions ------------------------------------------------------------------------
 
-  async send(text) {
+  /** The socket's frame of a message sent (sent again after a drop, chat-stream.js). */
+  userMessage(requestId, pending) {
+    return { type: "user_message", ...messageBody(requestId, pending) };
+  }
+
+  /** Send a message: its text and its uploaded files (their attachment parts). */
+  async send(text, attachments = []) {
     const requestId = crypto.randomUUID();
     const turn = this.turnFor(`request:${requestId}`);
-    turn.setUser({ parts: [{ type: "text", text }] }, { pending: true });
+    turn.setUser({ parts: [{ type: "text", text }, ...attachments] }, { pending: true });
     turn.setStatus("queued");
-    const pending = { text, turn, viaSocket: false, acked: false, turnId: null };
+    const pending = { text, attachments, turn, viaSocket: false, acked: false, turnId: null };
     this.pending.set(requestId, pending);
     scroll.stick = true;
     this.schedule();
     this.changed();
-    if (this.sendFrame({ type: "user_message", request_id: requestId, text })) {
+    if (this.sendFrame(this.userMessage(requestId, pending))) {
       pending.viaSocket = true;
       return;
     }
@@ -303,7 +317,7 @@ export class ConversationView extends EventStream {
     try {
       const result = await api(`/api/conversations/${this.id}/messages/`, {
         method: "POST",
-        body: { request_id: requestId, text },
+        body: messageBody(requestId, pending),
         signal: this.abort.signal,
       });
       if (this.alive) this.onAck(requestId, result.turn_id);

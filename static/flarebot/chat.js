@@ -12,6 +12,8 @@ import { unreadSet, unreadShown } from "./chat-unread.js";
 import { loadModel } from "./chat-header.js";
 import { clearSearch } from "./chat-search.js";
 import { composerChanged, hideComposerError, showComposerError } from "./chat-composer.js";
+import { attachmentsFollow, restoreAttachments } from "./chat-attachments.js";
+import "./chat-attachment-chips.js";
 import { app, hooks, notify, reportError, state, ui } from "./chat-shell.js";
 import {
   closeSidebar,
@@ -28,10 +30,17 @@ hooks.shown = unreadShown;
 hooks.unread = unreadSet;
 hooks.attentionChanged = attentionChanged;
 hooks.composerError = (message) => (message ? showComposerError(message) : hideComposerError());
-hooks.restoreDraft = (text) => {
+hooks.restoreDraft = (text, attachments = []) => {
+  restoreAttachments(attachments);
   if (ui.input.value) return;
   ui.input.value = text;
   composerChanged();
+};
+// Files are uploaded to one conversation: showing another clears the composer's chips.
+const selectedBefore = hooks.selected;
+hooks.selected = (id) => {
+  selectedBefore(id);
+  attachmentsFollow(id);
 };
 
 ui.toggle.addEventListener("click", () => {

@@ -72,8 +72,11 @@ def test_it_downloads_the_conversation_as_json_the_api_would_show(owner_client, 
     document = json.loads(response.content)
     assert document["conversation"]["id"] == str(conversation.id)
     shown = owner_client.get(f"/api/conversations/{conversation.id}/messages/").json()["messages"]
-    # Versions are how the page switches branches; the export is the shown branch alone.
-    assert document["messages"] == [{k: v for k, v in m.items() if k != "versions"} for m in shown]
+    # Versions are how the page switches branches; the export is the shown branch alone. Each
+    # message lists its attachments (none here).
+    assert document["messages"] == [
+        {**{k: v for k, v in m.items() if k != "versions"}, "attachments": []} for m in shown
+    ]
     assert KEY not in response.content.decode()
 
 

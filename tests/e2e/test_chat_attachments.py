@@ -1,0 +1,278 @@
+"""Attachments on the chat page in real Chromium, at 1280 and 375 pixels: attach by the
+button, paste an image, drop files, watch the upload's progress, remove a file before
+sending, the page's limits (10 files, 20 MB a file) and the server's type check, a message of
+only files that reaches the model, the thumbnail viewer by keyboard, and a reload showing
+the same files.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+from playwright.sync_api import FilePayload, Page, expect
+
+from attachments.limits import FILE_MAX, MESSAGE_FILES_MAX
+from conversations.models import Message, MessageRole
+from tests.attachments.support import png
+from tests.e2e.chat_support import apply_look, no_sideways_scroll, open_conversation
+from tests.e2e.conftest import screenshot
+from tests.support.fake_providers import FakeProviders, Text
+from tests.support.live_clients import OwnerClient
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+WIDTHS = [pytest.param(1280, id="1280px"), pytest.param(375, id="375px")]
+# Uploads slowed to ~1 MB/s in the browser (DevTools throttling) so the progress bar is seen.
+SLOW_UPLOAD_BYTES_PER_SECOND = 1_000_000
+
+
+def chips(page: Page):
+    return page.locator("#attachments .attach-chip")
+
+
+def chip(page: Page, name: str):
+    return chips(page).filter(has=page.locator(".attach-name", has_text=name))
+
+
+def attach_by_button(page: Page, *files: FilePayload) -> None:
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Attach files").click()
+    chooser.value.set_files(list(files))
+
+
+def attach_path_by_button(page: Page, path: Path) -> None:
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Attach files").click()
+    chooser.value.set_files(path)
+
+
+def text_file(name: str, content: bytes = b"some notes\n") -> FilePayload:
+    return {"name": name, "mimeType": "text/plain", "buffer": content}
+
+
+def slow_uploads(page: Page) -> None:
+    client = page.context.new_cdp_session(page)
+    client.send("Network.enable")
+    client.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": SLOW_UPLOAD_BYTES_PER_SECOND},
+    )
+
+
+def put_files_in_the_page(page: Page, event: str, target: str, files: list[tuple[str, str, bytes]]) -> None:
+    """Dispatch a paste or drop event carrying files, made in the page as a browser makes them."""
+    page.evaluate(
+        """([event, target, files]) => {
+            const data = new DataTransfer();
+            for (const [name, type, b64] of files) {
+                const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+                data.items.add(new File([bytes], name, { type }));
+            }
+            const node = document.querySelector(target);
+            const made = event === "paste"
+                ? new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true })
+                : new DragEvent(event, { dataTransfer: data, bubbles: true, cancelable: true });
+            node.dispatchEvent(made);
+        }""",
+        [event, target, [[n, t, base64.b64encode(b).decode()] for n, t, b in files]],
+    )
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_files_attached_by_button_go_with_a_message_of_only_files_and_show_after_a_reload(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, width: int
+) -> None:
+    page = chat_page
+    apply_look(page, (width, "light"))
+    fake_providers.script([Text("A red square.")])
+    conversation_id = live_owner.create_conversation("Files")
+    open_conversation(page, conversation_id)
+    slow_uploads(page)
+
+    attach_by_button(page, text_file("big-notes.txt", b"n" * 2_000_000 + b"\n"))
+    # While it uploads: its bar shows and Send waits.
+    expect(chip(page, "big-notes.txt").locator("progress")).to_be_visible()
+    expect(page.locator("#send")).to_be_disabled()
+    expect(chip(page, "big-notes.txt")).to_have_attribute("data-state", "ready", timeout=30_000)
+    expect(chip(page, "big-notes.txt").locator("progress")).to_have_count(0)
+    expect(chip(page, "big-notes.txt")).to_contain_text("text/plain")
+    expect(page.locator("#send")).to_be_enabled()
+
+    attach_by_button(page, {"name": "square.png", "mimeType": "image/png", "buffer": png(8, 8)})
+    expect(chip(page, "square.png")).to_have_attribute("data-state", "ready")
+    expect(chip(page, "square.png")).to_contain_text("image/png")
+    no_sideways_scroll(page)
+    screenshot(page, f"chat-attachments-composer-{width}")
+
+    # Remove one by keyboard before sending.
+    chip(page, "big-notes.txt").get_by_role("button", name="Remove big-notes.txt").focus()
+    page.keyboard.press("Enter")
+    expect(chips(page)).to_have_count(1)
+
+    page.locator("#composer-input").focus()
+    page.keyboard.press("Enter")  # no text: the file alone is the message
+
+    expect(chips(page)).to_have_count(0)
+    user_files = page.locator("#transcript .msg.user .file-chip")
+    expect(user_files).to_have_count(1)
+    expect(page.locator("#transcript .msg.assistant").last).to_contain_text("A red square.")
+    # The model was handed the image itself.
+    [asked] = fake_providers.requests
+    blocks = asked.body["messages"][-1]["content"]
+    images = [b for b in blocks if b.get("type") == "image"]
+    assert [i["source"]["data"] for i in images] == [base64.b64encode(png(8, 8)).decode()]
+    assert not any("big-notes" in str(b) for b in blocks)
+
+    # The thumbnail opens the viewer; Esc closes it and focus goes back.
+    thumb = user_files.get_by_role("button", name="View square.png")
+    expect(thumb.locator("img")).to_have_attribute("loading", "lazy")
+    thumb.focus()
+    page.keyboard.press("Enter")
+    viewer = page.locator("#attachment-viewer")
+    expect(viewer).to_be_visible()
+    expect(viewer.locator("#attachment-viewer-name")).to_have_text("square.png")
+    screenshot(page, f"chat-attachments-viewer-{width}")
+    expect(viewer.get_by_role("link", name="Download")).to_have_attribute("href", re.compile(r"^/api/attachments/"))
+    page.keyboard.press("Escape")
+    expect(viewer).to_be_hidden()
+    expect(thumb).to_be_focused()
+    expect(page.locator("#transcript .msg.assistant").last).to_contain_text("A red square.")  # Esc stopped nothing
+    # And its Close button, by keyboard.
+    page.keyboard.press("Enter")
+    expect(viewer).to_be_visible()
+    viewer.get_by_role("button", name="Close").focus()
+    page.keyboard.press("Enter")
+    expect(viewer).to_be_hidden()
+    expect(thumb).to_be_focused()
+
+    link = user_files.get_by_role("link", name="square.png")
+    href = link.get_attribute("href")
+    page.reload()
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    expect(page.locator("#transcript .msg.user .file-chip")).to_have_count(1)
+    expect(page.locator("#transcript .msg.user .file-chip").get_by_role("link", name="square.png")).to_have_attribute(
+        "href", href or ""
+    )
+    expect(page.locator("#transcript .msg.user .file-chip")).to_contain_text("image/png")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_pasted_image_and_dropped_files_become_chips(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, width: int
+) -> None:
+    page = chat_page
+    apply_look(page, (width, "dark"))
+    conversation_id = live_owner.create_conversation("Paste")
+    open_conversation(page, conversation_id)
+
+    put_files_in_the_page(page, "paste", "#composer-input", [("image.png", "image/png", png())])
+    expect(chip(page, "image.png")).to_have_attribute("data-state", "ready")
+    expect(page.locator("#composer-input")).to_have_value("")
+
+    drop = [("data.csv", "text/csv", b"a,b\n1,2\n"), ("readme.md", "text/markdown", b"# Hi\n")]
+    put_files_in_the_page(page, "drop", "#transcript", drop)
+    expect(chip(page, "data.csv")).to_have_attribute("data-state", "ready")
+    expect(chip(page, "data.csv")).to_contain_text("text/csv")
+    expect(chip(page, "readme.md")).to_contain_text("text/markdown")
+    expect(chips(page)).to_have_count(3)
+    no_sideways_scroll(page)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_page_refuses_the_eleventh_file_a_file_over_20_mb_and_what_the_server_refuses(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, tmp_path: Path, width: int
+) -> None:
+    page = chat_page
+    apply_look(page, (width, "light"))
+    conversation_id = live_owner.create_conversation("Limits")
+    open_conversation(page, conversation_id)
+    uploads: list[str] = []
+    page.on("request", lambda r: uploads.append(r.url) if r.method == "POST" and "/attachments/" in r.url else None)
+
+    too_big = tmp_path / "huge.txt"
+    too_big.write_bytes(b"a" * FILE_MAX + b"\n")  # one byte over
+    attach_path_by_button(page, too_big)
+    expect(chip(page, "huge.txt")).to_have_attribute("data-state", "refused")
+    expect(chip(page, "huge.txt").get_by_role("alert")).to_have_text("Not attached: a file may be at most 20 MB.")
+    assert uploads == []  # refused before any upload
+    chip(page, "huge.txt").get_by_role("button", name="Remove huge.txt").click()
+
+    # HTML with an image's name: the server decides from the content and says why.
+    html = b"<!doctype html><html><script>alert(1)</script></html>"
+    said = httpx.post(
+        f"{live_owner.live.base_url}/api/conversations/{conversation_id}/attachments/",
+        files={"file": ("trap.png", html, "image/png")},
+        headers={
+            "Origin": live_owner.live.origin,
+            "Cookie": f"{settings.SESSION_COOKIE_NAME}={live_owner.session_key}",
+        },
+    ).json()["error"]
+    assert said["code"] == "unsupported_type"
+    attach_by_button(page, {"name": "trap.png", "mimeType": "image/png", "buffer": html})
+    expect(chip(page, "trap.png")).to_have_attribute("data-state", "refused")
+    expect(chip(page, "trap.png").get_by_role("alert")).to_have_text(said["message"])
+    chip(page, "trap.png").get_by_role("button", name="Remove trap.png").click()
+
+    files = [text_file(f"note-{i:02}.txt") for i in range(MESSAGE_FILES_MAX + 1)]
+    attach_by_button(page, *files)
+    expect(chips(page).and_(page.locator('[data-state="ready"]'))).to_have_count(MESSAGE_FILES_MAX)
+    eleventh = chip(page, f"note-{MESSAGE_FILES_MAX:02}.txt")
+    expect(eleventh).to_have_attribute("data-state", "refused")
+    expect(eleventh.get_by_role("alert")).to_have_text(f"Not attached: at most {MESSAGE_FILES_MAX} files a message.")
+
+    # Send: the ten go, the refused one is not sent.
+    page.locator("#composer-input").fill("Ten notes")
+    page.locator("#composer-input").press("Enter")
+    expect(page.locator("#transcript .msg.user .file-chip")).to_have_count(MESSAGE_FILES_MAX)
+    expect(chips(page)).to_have_count(0)
+    no_sideways_scroll(page)
+
+
+def test_another_tab_shows_the_files_and_an_answer_shows_the_files_it_brought_back(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    page = chat_page
+    fake_providers.script([Text("Here is the chart.")])
+    conversation_id = live_owner.create_conversation("Two tabs")
+    open_conversation(page, conversation_id)
+    other = page.context.new_page()
+    open_conversation(other, conversation_id)
+
+    attach_by_button(page, {"name": "shot.png", "mimeType": "image/png", "buffer": png()})
+    expect(chip(page, "shot.png")).to_have_attribute("data-state", "ready")
+    page.locator("#composer-input").fill("What is this?")
+    page.locator("#composer-input").press("Enter")
+
+    # The other tab shows the message's file as it arrives, as the sending tab does.
+    expect(other.locator("#transcript .msg.user .bubble")).to_have_text("What is this?")
+    expect(other.locator("#transcript .msg.user .file-chip").get_by_role("link", name="shot.png")).to_be_visible()
+    expect(other.locator("#transcript .msg.assistant").last).to_contain_text("Here is the chart.")
+    other.close()
+
+    # An answer's own files (the shell's /workspace/out/) come as attachment parts of it.
+    chart = httpx.post(
+        f"{live_owner.live.base_url}/api/conversations/{conversation_id}/attachments/",
+        files={"file": ("chart.png", png(4, 4), "image/png")},
+        headers={
+            "Origin": live_owner.live.origin,
+            "Cookie": f"{settings.SESSION_COOKIE_NAME}={live_owner.session_key}",
+        },
+    ).json()
+    answer = Message.objects.get(conversation_id=conversation_id, role=MessageRole.ASSISTANT)
+    answer.parts = [
+        *answer.parts,
+        {"type": "attachment", **{k: chart[k] for k in ("id", "name", "media_type", "size")}},
+    ]
+    answer.save(update_fields=["parts"])
+    page.reload()
+    files = page.locator("#transcript .msg.assistant .file-chip")
+    expect(files.get_by_role("link", name="chart.png")).to_have_attribute("href", f"/api/attachments/{chart['id']}/")
+    files.get_by_role("button", name="View chart.png").click()
+    expect(page.locator("#attachment-viewer #attachment-viewer-name")).to_have_text("chart.png")
+    page.keyboard.press("Escape")
+    expect(page.locator("#attachment-viewer")).to_be_hidden()
