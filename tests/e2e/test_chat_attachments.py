@@ -276,3 +276,32 @@ def test_another_tab_shows_the_files_and_an_answer_shows_the_files_it_brought_ba
     expect(page.locator("#attachment-viewer #attachment-viewer-name")).to_have_text("chart.png")
     page.keyboard.press("Escape")
     expect(page.locator("#attachment-viewer")).to_be_hidden()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_file_attached_in_a_new_chat_goes_with_its_first_message(
+    chat_page: Page, anthropic_key: str, fake_providers: FakeProviders, width: int
+) -> None:
+    page = chat_page
+    apply_look(page, (width, "light"))
+    fake_providers.script([Text("Two notes.")])
+    page.goto("/")
+    expect(page.locator("#connection")).not_to_have_attribute("data-state", "connecting")
+    page.keyboard.press("Control+Shift+O")  # New chat: no conversation exists until something is sent
+
+    attach_by_button(page, text_file("notes.txt", b"Buy milk.\nCall Ann.\n"))
+    expect(chip(page, "notes.txt")).to_have_attribute("data-state", "ready")
+    page.locator("#composer-input").fill("Summarise these notes.")
+    page.locator("#composer-input").press("Enter")
+
+    expect(chips(page)).to_have_count(0)
+    expect(page.locator("#transcript .msg.user .file-chip")).to_have_count(1)
+    expect(page.locator("#transcript .msg.user .file-chip")).to_contain_text("notes.txt")
+    expect(page.locator("#transcript .msg.assistant").last).to_contain_text("Two notes.")
+    expect(page.locator("#conversation-list .conversation")).to_have_count(1)  # one conversation, not one per step
+    [asked] = fake_providers.requests
+    said = str(asked.body["messages"][-1]["content"])
+    assert "Summarise these notes." in said
+    assert "Call Ann." in said  # the text file went inline
+    [message] = Message.objects.filter(role=MessageRole.USER)
+    assert [p["name"] for p in message.parts if p["type"] == "attachment"] == ["notes.txt"]
