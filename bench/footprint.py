@@ -59,7 +59,8 @@ KINDS = (
     ("beat", " beat"),
     ("worker", " worker"),
     ("web", "flarebot.web"),
-    ("supervisor", "runstack"),
+    ("supervisor", "flarebot.supervisor"),
+    ("supervisor", "runstack"),  # before issue 30 (and its start helper, `runstack --report`)
     ("make", "make "),
 )
 

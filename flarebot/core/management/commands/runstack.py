@@ -40,7 +40,7 @@ class Command(BaseCommand):
         sys.stdout.flush()
         sys.stderr.flush()
         path = os.pathsep.join(p for p in (str(BASE_DIR), os.environ.get("PYTHONPATH")) if p)
-        os.execve(sys.executable, [sys.executable, "-m", "flarebot.supervisor"], {**os.environ, "PYTHONPATH": path})
+        os.execve(sys.executable, [sys.executable, "-m", "flarebot.supervisor"], {**os.environ, "PYTHONPATH": path})  # noqa: S606
 
     def _report(self) -> None:
         """Wait for the supervisor's word (every process ready), then print the warnings and the address."""
