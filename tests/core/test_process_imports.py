@@ -16,6 +16,7 @@ from pathlib import Path
 from flarebot.core.env import BASE_DIR
 
 JOB_ONLY = ("anthropic", "openai", "playwright", "docker", "pypdf", "apprise")
+WEB_SERVER = ("daphne", "twisted")
 FIRST_USE = ("playwright", "docker")
 
 
@@ -54,7 +55,7 @@ def test_beat_loads_the_scheduler_but_no_job_code(tmp_path):
     loaded = loaded_at_start(start, tmp_path)
 
     assert {"django", "django_celery_beat", "tasks"} <= loaded
-    assert not loaded & set(JOB_ONLY)
+    assert not loaded & {*JOB_ONLY, *WEB_SERVER}
 
 
 def test_a_worker_loads_every_job_but_playwright_and_docker_wait_for_first_use(tmp_path):
@@ -62,7 +63,7 @@ def test_a_worker_loads_every_job_but_playwright_and_docker_wait_for_first_use(t
     loaded = loaded_at_start(start, tmp_path)
 
     assert {"conversations", "tools", "openai", "anthropic"} <= loaded
-    assert not loaded & set(FIRST_USE)
+    assert not loaded & {*FIRST_USE, *WEB_SERVER}
 
 
 def test_the_supervisor_removes_the_setup_link_the_web_reads():
