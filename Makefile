@@ -26,7 +26,7 @@ migrate: install
 	@$(PY) manage.py migrate --noinput -v 0
 
 run: migrate
-	@$(PY) manage.py runstack
+	@$(PY) -m flarebot.supervisor
 
 test: install-dev
 	bash scripts/test.sh

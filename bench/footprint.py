@@ -13,16 +13,20 @@ reports:
   ready) on a restart with the same data dir, and from Ctrl-C until every process is gone;
 - each process's RSS and PSS (from /proc/<pid>/smaps_rollup), idle and after N concurrent
   streamed turns, and their sums; the broker (redis-server) is listed apart, not summed;
+- the same after one call of each tool that starts something of its own: `shell` (a
+  command in the sandbox container) and `browser_read` (a loopback page read in Chromium).
+  Chromium and Playwright's driver are listed apart, as is the container (its memory from
+  `docker stats`), not summed into Flarebot's figure;
 - JSON in `bench/results/footprint.json`.
 
-Not yet measured: after one call of each tool (Chromium and a shell container counted
-apart), which issue 30 also asks for.
+    .venv/bin/python bench/footprint.py --no-tools  # without the tool calls
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import http.server
 import json
 import os
 import shutil
@@ -32,11 +36,16 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
+
+import httpx  # noqa: E402
+from websockets.sync.client import connect  # noqa: E402
+from websockets.typing import Origin  # noqa: E402
 
 from scripts.newcomer import (  # noqa: E402
     ANSWER,
@@ -49,17 +58,21 @@ from scripts.newcomer import (  # noqa: E402
     streamed_turn,
     wait_for,
 )
-from tests.support.fake_providers import FakeProviders, Text  # noqa: E402
+from tests.support.fake_providers import Call, FakeProviders, Text  # noqa: E402
 from tests.support.resources import free_port  # noqa: E402
 
 SETTLE_SECONDS = 10.0  # after the address line (every process ready), before idle is read
 STOP_LIMIT = 60.0
+PAGE = b"<!doctype html><title>Footprint</title><main><h1>A page for the footprint</h1><p>Read me.</p></main>"
 KINDS = (
     ("broker", "redis-server"),
+    ("chromium", "chrom"),
+    ("playwright", "playwright"),
     ("beat", " beat"),
     ("worker", " worker"),
     ("web", "flarebot.web"),
-    ("supervisor", "runstack"),
+    ("supervisor", "flarebot.supervisor"),
+    ("supervisor", "runstack"),  # before issue 30 (and its start helper, `runstack --report`)
     ("make", "make "),
 )
 
@@ -93,12 +106,79 @@ def snapshot(root: int) -> dict[str, Any]:
         if memory is None:
             continue
         processes.append({"pid": pid, "kind": kind_of(command), "rss_kib": memory[0], "pss_kib": memory[1]})
-    own = [p for p in processes if p["kind"] not in ("broker", "make")]
+    own = [p for p in processes if p["kind"] not in APART]
     return {
         "processes": processes,
+        "containers": containers(),
         "rss_mib": round(sum(p["rss_kib"] for p in own) / 1024, 1),
         "pss_mib": round(sum(p["pss_kib"] for p in own) / 1024, 1),
     }
+
+
+APART = ("broker", "make", "chromium", "playwright")
+
+
+def containers() -> list[dict[str, Any]]:
+    """The shell's sandbox containers now running, with their memory (`docker stats`)."""
+    if shutil.which("docker") is None:
+        return []
+    stats = subprocess.run(
+        ["docker", "stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    found = []
+    for line in stats.stdout.splitlines():
+        name, _, usage = line.partition(" ")
+        if name.startswith("flarebot-sh-"):
+            found.append({"name": name, "memory": usage.split(" / ")[0]})
+    return found
+
+
+def page_served() -> tuple[http.server.ThreadingHTTPServer, int]:
+    """A loopback page for browser_read (its port goes into FLAREBOT_NETWORK_ALLOW)."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(PAGE)))
+            self.end_headers()
+            self.wfile.write(PAGE)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+def tool_turn(base: str, session: str, model: FakeProviders, call: Call) -> dict[str, Any]:
+    """One turn in which the model calls one tool; return the tool's last activity card."""
+    model.script([call], [Text("Done.")])
+    cookie = f"__Host-flarebot-session={session}"
+    with httpx.Client(base_url=base, timeout=10, trust_env=False, headers={"Origin": base, "Cookie": cookie}) as api:
+        conversation = api.post("/api/conversations/", json={}).json()["id"]
+    url = f"{base.replace('http', 'ws', 1)}/ws/conversations/{conversation}/"
+    card: dict[str, Any] = {}
+    with connect(url, origin=Origin(base), additional_headers={"Cookie": cookie}, proxy=None) as socket:
+        socket.send(json.dumps({"type": "user_message", "request_id": str(uuid.uuid4()), "text": "Use the tool."}))
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            frame = json.loads(socket.recv(timeout=max(0.1, deadline - time.monotonic())))
+            if frame["type"] == "error":
+                raise RuntimeError(f"the socket answered an error: {frame}")
+            if frame["type"] != "event":
+                continue
+            if frame["event"] == "activity.updated":
+                card = frame["data"]["activity"]
+            elif frame["event"] in {"turn.failed", "turn.cancelled"}:
+                raise RuntimeError(f"the {call.name} turn ended {frame['event']}: {frame['data']}")
+            elif frame["event"] == "turn.completed":
+                return card
+    raise RuntimeError(f"the {call.name} turn did not complete within 180 s")
 
 
 def streams(base: str, session: str, count: int) -> None:
@@ -123,22 +203,35 @@ def streams(base: str, session: str, count: int) -> None:
 
 
 def print_snapshot(label: str, shot: dict) -> None:
-    print(f"{label}: {shot['rss_mib']} MiB RSS, {shot['pss_mib']} MiB PSS (broker and make apart)")
+    print(f"{label}: {shot['rss_mib']} MiB RSS, {shot['pss_mib']} MiB PSS (Flarebot's own: {', '.join(APART)} apart)")
     for process in shot["processes"]:
         rss, pss = process["rss_kib"] / 1024, process["pss_kib"] / 1024
         print(f"  {process['kind']:<11} pid {process['pid']:<8} RSS {rss:7.1f} MiB  PSS {pss:7.1f} MiB")
+    apart = [p for p in shot["processes"] if p["kind"] in ("chromium", "playwright")]
+    if apart:
+        rss, pss = sum(p["rss_kib"] for p in apart) / 1024, sum(p["pss_kib"] for p in apart) / 1024
+        print(f"  Chromium and Playwright's driver, apart: RSS {rss:.1f} MiB, PSS {pss:.1f} MiB")
+    for container in shot["containers"]:
+        print(f"  container   {container['name']}  {container['memory']}")
+    if "containers" in shot and not shot["containers"]:
+        print("  no sandbox container running (the shell starts one per command and removes it)")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, default=20, help="concurrent streamed turns (0: none)")
+    parser.add_argument("--no-tools", action="store_true", help="skip the shell and browser_read calls")
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="flarebot-footprint-"))
     model = FakeProviders(port=free_port()).start()
     model.default_answer = [Text(chunk, delay=0.02) for chunk in ANSWER]
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = newcomer_env(model.local_url, port) | {"FLAREBOT_DATA_DIR": str(data_dir)}
+    page, page_port = page_served()
+    env = newcomer_env(model.local_url, port) | {
+        "FLAREBOT_DATA_DIR": str(data_dir),
+        "FLAREBOT_NETWORK_ALLOW": f"127.0.0.1:{page_port}",
+    }
     results: dict = {"streams": args.streams}
     try:
         # A first start makes the data dir (migrations) and the owner: the one measured is
@@ -151,13 +244,23 @@ def main() -> int:
         time.sleep(SETTLE_SECONDS)
         results["idle"] = snapshot(run.pid)
         print_snapshot("idle", results["idle"])
+        session = sign_in(base)
         if args.streams:
-            streams(base, sign_in(base), args.streams)
+            streams(base, session, args.streams)
             results["after_streams"] = snapshot(run.pid)
             print_snapshot(f"after {args.streams} streams", results["after_streams"])
+        if not args.no_tools:
+            shell = tool_turn(base, session, model, Call("fp_shell", "shell", {"command": "echo footprint"}))
+            read = Call("fp_read", "browser_read", {"url": f"http://127.0.0.1:{page_port}/"})
+            browser = tool_turn(base, session, model, read)
+            results["tool_cards"] = {"shell": shell.get("status"), "browser_read": browser.get("status")}
+            print(f"tool calls: shell {shell.get('status')}, browser_read {browser.get('status')}")
+            results["after_tools"] = snapshot(run.pid)
+            print_snapshot("after one call of each tool", results["after_tools"])
         results["stop_seconds"] = stop(run)
         print(f"Ctrl-C: every process gone after {results['stop_seconds']} s")
     finally:
+        page.shutdown()
         model.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
     out = BASE_DIR / "bench" / "results"

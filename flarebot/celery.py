@@ -13,10 +13,22 @@ from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flarebot.settings")
 
-app = Celery("flarebot")
-app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("turns"), Queue("tools"), Queue("default"))
-app.autodiscover_tasks(related_name="jobs")
+
+def celery_app(*, jobs: bool) -> Celery:
+    """Flarebot's Celery app; with `jobs`, each app's jobs.py is imported when a worker starts.
+
+    Beat runs without them (`flarebot.celery_beat`): it sends jobs by name, routed by
+    CELERY_TASK_ROUTES, and never needs the code a job runs (the model SDKs, Playwright).
+    """
+    made = Celery("flarebot")
+    made.config_from_object("django.conf:settings", namespace="CELERY")
+    made.conf.task_queues = (Queue("turns"), Queue("tools"), Queue("default"))
+    if jobs:
+        made.autodiscover_tasks(related_name="jobs")
+    return made
+
+
+app = celery_app(jobs=True)
 
 
 def _worker_name(sender: Any) -> str:

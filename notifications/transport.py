@@ -9,11 +9,13 @@ a receiver answered: failures become `TransportError` with a fixed, safe sentenc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import apprise
-
 from flarebot.core.crypto import Secret
+
+if TYPE_CHECKING:
+    import apprise
 
 # Seconds to connect to and to read from a destination, and for the whole send.
 CONNECT_TIMEOUT = 5.0
@@ -37,6 +39,8 @@ class Message:
 
 
 def _plugin(url: str) -> apprise.NotifyBase | None:
+    import apprise  # loads on first use: most processes never send or check a destination
+
     try:
         plugin = apprise.Apprise.instantiate(url, asset=apprise.AppriseAsset(storage_mode="memory"))
     except Exception:
@@ -57,6 +61,8 @@ def url_masked(url: str) -> str:
 
 def message_send(*, url: Secret, message: Message) -> None:
     """Send one message to a destination within SEND_BOUND seconds, or raise TransportError."""
+    import apprise  # loads on first use: most processes never send or check a destination
+
     plugin = _plugin(url.reveal())
     if plugin is None:
         raise TransportError("Apprise can no longer read this destination's URL; add it again.", permanent=True)

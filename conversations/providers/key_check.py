@@ -11,8 +11,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-import anthropic
-import openai
 from django.conf import settings
 
 from conversations.providers.errors import connection_failure, provider_error_from_status, status_of
@@ -34,6 +32,9 @@ class KeyChecked:
 
 def provider_key_check(*, provider: str, key: str) -> KeyChecked:
     """Ask the provider whether it takes this key, within 10 s."""
+    import anthropic  # the SDKs load on first use: the web process checks a key rarely
+    import openai
+
     label = "Anthropic" if provider == "anthropic" else "OpenAI"
     try:
         if provider == "anthropic":

@@ -73,7 +73,7 @@ def process_specs(
     return [
         ProcessSpec("web", [python, "-m", "flarebot.web", "-b", bind, "-p", str(port), "flarebot.asgi:application"]),
         *workers,
-        ProcessSpec("beat", [python, "-m", "celery", "-A", "flarebot", "beat", "-l", "INFO", "--pidfile="]),
+        ProcessSpec("beat", [python, "-m", "celery", "-A", "flarebot.celery_beat", "beat", "-l", "INFO", "--pidfile="]),
     ]
 
 

@@ -39,6 +39,13 @@ def _children_of(pid: int) -> set[int]:
     return found
 
 
+def _command_of(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
 def _wait(condition, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -83,6 +90,8 @@ def test_it_runs_every_process_and_stops_them_all_on_ctrl_c(tmp_path):
     try:
         assert _wait(lambda: any(line.startswith("Open http") for line in seen), 90), "".join(seen)
         assert _status_ok(port)
+        # The helper that printed the setup link and the address is gone: only the stack stays.
+        assert _wait(lambda: not [c for c in _children_of(process.pid) if "--report" in _command_of(c)], 30)
         children = _children_of(process.pid)
         assert len(children) >= 3  # web, worker, beat (and the worker's own threads' processes)
         process.send_signal(signal.SIGINT)

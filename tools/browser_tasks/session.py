@@ -19,11 +19,9 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
-from playwright.async_api import BrowserContext, CDPSession, Page, Route
-from playwright.async_api import Error as PlaywrightError
 
 from flarebot.core.database import db
 from tools.browser_tasks.guard import Decision, RequestGuard
@@ -40,6 +38,9 @@ from tools.network.policy import Refused, url_check
 from tools.network.resolver import addresses_checked
 from tools.web.browser import CLOSE_TIMEOUT, CallContext, browser_pool
 from tools.web.leases import browser_lease_extend, browser_lease_open
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, CDPSession, Page, Route
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ class BrowserSession:
 
     async def observe(self) -> Observation:
         """Read the page (waiting briefly for it to load) and number its elements."""
+        from playwright.async_api import Error as PlaywrightError  # loads on first use
+
         with contextlib.suppress(PlaywrightError):  # a page that never finishes loading is read as it is
             await self.page.wait_for_load_state("load", timeout=ACTION_TIMEOUT * 1000)
         tree = await self.cdp.send("Page.getFrameTree")
@@ -100,6 +103,8 @@ class BrowserSession:
         return observation
 
     async def _call(self, function: str, *arguments: Any) -> Any:
+        from playwright.async_api import Error as PlaywrightError  # loads on first use
+
         if self._world is None:
             raise ActionFailed("Read the page before acting on its elements.")
         try:
@@ -120,6 +125,8 @@ class BrowserSession:
 
     async def go_to(self, url: str) -> None:
         """Load a URL the network policy accepts."""
+        from playwright.async_api import Error as PlaywrightError  # loads on first use
+
         try:
             await addresses_checked(url_check(url))
         except Refused as refused:
@@ -165,6 +172,8 @@ class BrowserSession:
         await asyncio.sleep(0.3)
 
     async def _settle(self) -> None:
+        from playwright.async_api import Error as PlaywrightError  # loads on first use
+
         await asyncio.sleep(SETTLE)
         with contextlib.suppress(PlaywrightError):
             await self.page.wait_for_load_state("load", timeout=ACTION_TIMEOUT * 1000)

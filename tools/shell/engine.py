@@ -13,13 +13,15 @@ import logging
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
-import docker
-from docker.errors import DockerException, ImageNotFound
 from requests.exceptions import RequestException
 
 from flarebot.core.hints import BUILD_SANDBOX_IMAGE_COMMAND
 from flarebot.core.probes import ProbeResult
+
+if TYPE_CHECKING:
+    import docker
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +63,8 @@ def engine_where() -> str:
 
 def engine_client() -> docker.DockerClient:
     """Return this process's client of the engine (it connects on first use)."""
+    import docker  # the Docker SDK loads on first use
+
     global _client
     with _client_lock:
         if _client is None:
@@ -80,6 +84,9 @@ def engine_problem(*, fresh: bool = False) -> str | None:
 
 
 def _problem() -> str | None:
+    import docker  # the Docker SDK loads on first use
+    from docker.errors import DockerException, ImageNotFound  # the Docker SDK loads on first use
+
     try:
         # Making the client asks the engine for its API version: no answer fails here.
         client = docker.DockerClient.from_env(timeout=int(CHECK_TIMEOUT))
@@ -99,6 +106,9 @@ def _problem() -> str | None:
 
 def docker_probe() -> ProbeResult:
     """The System section's "Docker engine" row."""
+    import docker  # the Docker SDK loads on first use
+    from docker.errors import DockerException  # the Docker SDK loads on first use
+
     try:
         client = docker.DockerClient.from_env(timeout=int(CHECK_TIMEOUT))
         version = client.version()
@@ -110,6 +120,9 @@ def docker_probe() -> ProbeResult:
 
 def sandbox_image_probe() -> ProbeResult:
     """The System section's "Sandbox image" row."""
+    import docker  # the Docker SDK loads on first use
+    from docker.errors import DockerException, ImageNotFound  # the Docker SDK loads on first use
+
     try:
         client = docker.DockerClient.from_env(timeout=int(CHECK_TIMEOUT))
         try:

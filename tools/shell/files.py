@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from docker.errors import DockerException
 from requests.exceptions import RequestException
 
 from tools.shell.engine import WORKSPACE
@@ -157,6 +156,8 @@ def _exec_output(api: Any, container: str, command: list[str], user: str, cap: i
 
 def collect_out(api: Any, container: str, user: str) -> Returned:
     """Read the regular files of `/workspace/out/` from the running container, within the limits."""
+    from docker.errors import DockerException  # the Docker SDK loads on first use
+
     returned = Returned()
     try:
         listing = _exec_output(

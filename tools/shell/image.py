@@ -30,7 +30,6 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from docker.errors import APIError, DockerException, ImageNotFound
 from requests.exceptions import RequestException
 
 from tools.shell.engine import (
@@ -82,6 +81,8 @@ class BuildFailed(Exception):
 
 
 def sandbox_image_exists() -> bool:
+    from docker.errors import DockerException, ImageNotFound  # the Docker SDK loads on first use
+
     try:
         engine_client().images.get(SANDBOX_IMAGE)
     except ImageNotFound:
@@ -93,6 +94,8 @@ def sandbox_image_exists() -> bool:
 
 def sandbox_image_build(*, say: Say, method: str = "auto") -> str:
     """Build the sandbox image; return how ("dockerfile" or "debootstrap")."""
+    from docker.errors import APIError, DockerException  # the Docker SDK loads on first use
+
     client = engine_client()
     try:
         client.ping()
@@ -130,6 +133,8 @@ def sandbox_image_check() -> str:
 
 
 def _build_from_dockerfile(bun: bytes, say: Say) -> None:
+    from docker.errors import APIError, DockerException  # the Docker SDK loads on first use
+
     with tempfile.TemporaryDirectory(prefix="flarebot-sandbox-") as context:
         shutil.copy(DOCKERFILE, Path(context) / "Dockerfile")
         (Path(context) / "bun").write_bytes(bun)
@@ -141,6 +146,8 @@ def _build_from_dockerfile(bun: bytes, say: Say) -> None:
 
 
 def _build_with_debootstrap(bun: bytes, say: Say) -> None:
+    from docker.errors import APIError, DockerException  # the Docker SDK loads on first use
+
     if os.geteuid() != 0:
         raise BuildFailed("Building from Debian packages needs root (debootstrap): run the command as root.")
     if shutil.which("debootstrap") is None:

@@ -25,7 +25,6 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from docker.errors import DockerException
 from requests.exceptions import RequestException
 
 from tools.models import ShellLease, ShellLeaseState
@@ -137,6 +136,8 @@ def shell_leases_reconcile() -> int:
     Leases of gone processes, expired and pending ones are settled; then every container
     of this installation's scope whose lease does not exist is removed.
     """
+    from docker.errors import DockerException  # the Docker SDK loads on first use
+
     settled = sum(1 for lease_id in shell_leases_due() if shell_lease_settle(lease_id=lease_id))
     try:
         found = containers_of_scope(sandbox_scope())

@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import Mount, Ulimit
 from requests.exceptions import RequestException
 
 from tools.shell.engine import (
@@ -184,6 +182,9 @@ class Sandbox:
 
     def create(self) -> None:
         """Create the container (not started); raises EngineFailed."""
+        from docker.errors import DockerException, ImageNotFound  # the Docker SDK loads on first use
+        from docker.types import Mount, Ulimit  # the Docker SDK loads on first use
+
         remaining = max(0.0, self.deadline - time.monotonic())
         lifetime = f"{remaining + SELF_KILL_MARGIN + COLLECT_MARGIN:.2f}"
         network = settings.CONFIG.shell_network
@@ -231,6 +232,8 @@ class Sandbox:
 
     def run(self) -> None:
         """Start the created container and collect its output until it ends, is killed or stopped."""
+        from docker.errors import DockerException  # the Docker SDK loads on first use
+
         api = engine_client().api
         try:
             api.start(self.name)
@@ -297,11 +300,15 @@ class Sandbox:
 
     def _kill(self) -> None:
         # A container that is not running any more (it ended, or was removed) is what killing wanted.
+        from docker.errors import APIError  # the Docker SDK loads on first use
+
         with contextlib.suppress(APIError, RequestException):
             engine_client().api.kill(self.name, "KILL")
 
     def _exit_code(self) -> int | None:
         """The command's exit status once its exec ended; None when the container went away."""
+        from docker.errors import DockerException  # the Docker SDK loads on first use
+
         give_up = time.monotonic() + DRAIN
         while True:
             try:
@@ -318,6 +325,8 @@ class Sandbox:
 
 def container_remove(name: str) -> bool:
     """Remove a container (killing it first); True once the engine confirms it is gone."""
+    from docker.errors import APIError, DockerException, NotFound  # the Docker SDK loads on first use
+
     try:
         engine_client().api.remove_container(name, force=True, v=True)  # its attachments volume too
     except NotFound:
@@ -334,6 +343,8 @@ def container_remove(name: str) -> bool:
 
 
 def _gone(name: str) -> bool:
+    from docker.errors import DockerException, NotFound  # the Docker SDK loads on first use
+
     give_up = time.monotonic() + REMOVE_TIMEOUT
     while time.monotonic() < give_up:
         try:

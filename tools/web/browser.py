@@ -26,10 +26,9 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from playwright.async_api import Browser, BrowserContext, Playwright, ProxySettings, async_playwright
 
 from flarebot.core.database import db
 from flarebot.core.hints import PLAYWRIGHT_INSTALL_COMMAND
@@ -44,6 +43,9 @@ from tools.web.leases import (
     browser_leases_wake_take,
     holder_token,
 )
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Playwright, ProxySettings
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +161,8 @@ class BrowserPool:
 
     async def browser(self) -> Browser:
         """Return the warm browser, starting it (and Playwright) when needed."""
+        from playwright.async_api import async_playwright  # loads on first use, in a worker only
+
         async with self._starting:
             if self._browser is not None and self._browser.is_connected():
                 return self._browser

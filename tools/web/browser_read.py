@@ -20,12 +20,10 @@ import asyncio
 import logging
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
-from playwright.async_api import CDPSession, Page, Route
-from playwright.async_api import Error as PlaywrightError
 from yarl import URL
 
 from flarebot.core.database import db
@@ -52,6 +50,9 @@ from tools.web.leases import (
     browser_leases_request_close,
 )
 from tools.web.sources import citable_url, source_record, summary_of, url_property, url_refused
+
+if TYPE_CHECKING:
+    from playwright.async_api import CDPSession, Page, Route
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +144,8 @@ async def browser_read(context: ToolContext, data: dict[str, Any]) -> dict[str, 
 
 
 async def _read(context: ToolContext, call: CallContext, url: str, selector: str | None) -> dict[str, Any]:
+    from playwright.async_api import Error as PlaywrightError  # loads on first use, in a worker only
+
     pool = browser_pool()
     await context.report_progress({"message": "Starting the browser"})
     browser = await pool.browser()

@@ -21,10 +21,9 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import openai
 from django.conf import settings
 
 from flarebot.core.crypto import Secret
@@ -32,6 +31,9 @@ from tools.kit import object_schema, refusal
 from tools.registry import Effect, KeyMissing, Tool, ToolContext
 from tools.web.extract import TITLE_MAX, utf16_cut
 from tools.web.sources import SourceJson, citable_url, source_record, summary_of
+
+if TYPE_CHECKING:
+    import openai
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +114,8 @@ def _key_problem(missing: KeyMissing) -> str:
 
 async def web_search(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
     """Search the web once and return the cited sources and a labelled summary."""
+    import openai  # the SDK loads on first use: web and beat never need it
+
     key = await context.provider_key("openai")
     if not isinstance(key, Secret):
         return refusal("unavailable", _key_problem(key))
@@ -155,6 +159,8 @@ def _too_large_failure() -> dict[str, Any]:
 
 def _api_failure(error: openai.APIError) -> dict[str, Any]:
     """Map an SDK error to a safe, classified failure (never its body, never the key)."""
+    import openai  # the SDK loads on first use: web and beat never need it
+
     if _too_large(error):
         return _too_large_failure()
     if isinstance(error, openai.APITimeoutError):

@@ -14,7 +14,6 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
-from playwright.async_api import Error as PlaywrightError
 
 from conversations.browser_tasks import live_view
 from conversations.browser_tasks.lifecycle import Pause, browser_task_pause
@@ -209,6 +208,8 @@ class Acting(Attempt):
         return False
 
     def _result_of(self, action: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
+        from playwright.async_api import Error as PlaywrightError  # loads on first use
+
         if action.cancelled():
             if self.cancelled.is_set():
                 return {"ok": False, "error": "cancelled", "message": "Stopped by the owner during this action."}
@@ -280,6 +281,8 @@ class Acting(Attempt):
         `recorded`: the step is among the steps already (an action performed, whose
         requests were held); its result is the owner's answer.
         """
+        from playwright.async_api import Error as PlaywrightError  # loads on first use
+
         assert self.session is not None
         point_id = uuid.uuid4()
         step["critical_point_id"] = str(point_id)

@@ -15,7 +15,6 @@ from contextlib import suppress
 from datetime import timedelta
 
 from django.conf import settings
-from playwright.async_api import Error as PlaywrightError
 
 from conversations.browser_tasks import live_view
 from conversations.browser_tasks.lifecycle import (
@@ -113,6 +112,8 @@ class TaskRun(Acting):
 
     async def acquire(self) -> bool:
         """Get the task's context: the one kept here, else a restore (or the first start); False to stop."""
+        from playwright.async_api import Error as PlaywrightError  # loads on first use
+
         live_view.live_view_stop(self.task_id)
         kept = kept_sessions().take(self.task_id, self.claim.context_lease_id)
         if kept is not None:
@@ -172,6 +173,8 @@ class TaskRun(Acting):
         return False
 
     async def _observe(self) -> Observation | None:
+        from playwright.async_api import Error as PlaywrightError  # loads on first use
+
         assert self.session is not None
         try:
             observation = await asyncio.wait_for(self.session.observe(), ACTION_TIMEOUT)
