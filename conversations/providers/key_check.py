@@ -9,7 +9,9 @@ or logged: neither the key nor the provider's body.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 
 from django.conf import settings
 
@@ -32,12 +34,11 @@ class KeyChecked:
 
 def provider_key_check(*, provider: str, key: str) -> KeyChecked:
     """Ask the provider whether it takes this key, within 10 s."""
-    import anthropic  # the SDKs load on first use: the web process checks a key rarely
-    import openai
+    # Only the SDK asked about is loaded, on first use: the web process checks a key rarely.
+    if provider == "anthropic":
+        import anthropic
 
-    label = "Anthropic" if provider == "anthropic" else "OpenAI"
-    try:
-        if provider == "anthropic":
+        def list_models() -> None:
             with anthropic.Anthropic(
                 api_key=key,
                 # As the engine's client: the Messages API takes an API key in x-api-key only.
@@ -47,19 +48,29 @@ def provider_key_check(*, provider: str, key: str) -> KeyChecked:
                 timeout=TIMEOUT,
             ) as claude:
                 claude.models.list(limit=1)
-        elif provider == "openai":
+
+        return _checked("Anthropic", anthropic, list_models)
+    if provider == "openai":
+        import openai
+
+        def list_openai_models() -> None:
             with openai.OpenAI(
                 api_key=key, base_url=settings.CONFIG.openai_base_url, max_retries=0, timeout=TIMEOUT
             ) as gpt:
                 gpt.models.list()
-        else:
-            raise ValueError(provider)
-    except (anthropic.AuthenticationError, anthropic.PermissionDeniedError):
+
+        return _checked("OpenAI", openai, list_openai_models)
+    raise ValueError(provider)
+
+
+def _checked(label: str, sdk: ModuleType, call: Callable[[], None]) -> KeyChecked:
+    """The provider's answer to `call`, classified; both SDKs name their errors alike."""
+    try:
+        call()
+    except (sdk.AuthenticationError, sdk.PermissionDeniedError):
         return KeyChecked(KeyCheck.REFUSED)
-    except (openai.AuthenticationError, openai.PermissionDeniedError):
-        return KeyChecked(KeyCheck.REFUSED)
-    except (anthropic.APIConnectionError, openai.APIConnectionError) as error:
+    except sdk.APIConnectionError as error:
         return KeyChecked(KeyCheck.UNREACHABLE, connection_failure(label, error, answering=False).message)
-    except (anthropic.APIError, openai.APIError) as error:
+    except sdk.APIError as error:
         return KeyChecked(KeyCheck.UNREACHABLE, provider_error_from_status(label, status_of(error)).message)
     return KeyChecked(KeyCheck.VERIFIED)
