@@ -7,6 +7,9 @@ that write-back would undo a re-arm made meanwhile, and the disabling would stop
 task. So the rows of tasks keep no bookkeeping; the run history is the task's own
 (`TaskRun`). Every other row is handled exactly as django-celery-beat does.
 
+A change marker that reappears after beat found none (the tables emptied while it ran)
+counts as a change, which django-celery-beat alone would miss.
+
 Beat's fixed jobs (`CELERY_BEAT_SCHEDULE`: reconciliation, sweeps) are rows too, written
 at beat's start. Should one vanish while beat runs (deleted in the admin, a restored
 backup), the next reload of the schedule writes it again: without them a dead worker's
@@ -39,6 +42,18 @@ class TaskDatabaseScheduler(DatabaseScheduler):
 
     Entry = TaskEntry
     _loaded = False  # whether a schedule was loaded before in this process
+
+    def schedule_changed(self) -> bool:
+        """Whether to reload; also when the change marker comes back after a look that found none.
+
+        django-celery-beat compares the marker (`PeriodicTasks`' one row) with the one it saw
+        last, and a look that finds no row forgets the last: the next marker then reads as
+        no change, and a task armed then would not be loaded for up to 5 minutes. The row
+        goes when the tables are emptied (a restored or truncated database) while beat runs.
+        """
+        before = self._last_timestamp
+        changed: bool = super().schedule_changed()
+        return changed or (before is None and self._last_timestamp is not None)
 
     def all_as_schedule(self) -> dict[str, Any]:
         schedule: dict[str, Any] = super().all_as_schedule()

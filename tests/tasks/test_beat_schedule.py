@@ -66,3 +66,24 @@ def test_a_fixed_job_the_operator_disabled_stays_disabled() -> None:
 
     assert "tools-browser-leases-sweep" not in reloaded
     assert "conversations-reconcile-turns" in reloaded
+
+
+# Beat commits and closes connections as it reads: a transaction of the test's own would break.
+@pytest.mark.django_db(transaction=True)
+def test_a_change_after_the_marker_was_gone_and_came_back_is_reloaded() -> None:
+    from django_celery_beat.models import PeriodicTasks
+
+    from tasks.beat import TaskDatabaseScheduler
+
+    scheduler = TaskDatabaseScheduler(app=app, lazy=True)
+    scheduler.setup_schedule()
+    PeriodicTasks.update_changed()
+    assert scheduler.schedule_changed() is True  # django-celery-beat's own case
+    assert scheduler.schedule_changed() is False
+    PeriodicTasks.objects.all().delete()  # the tables emptied while beat runs
+    assert scheduler.schedule_changed() is False
+
+    PeriodicTasks.update_changed()  # a task armed: its change marker is written again
+
+    assert scheduler.schedule_changed() is True
+    assert scheduler.schedule_changed() is False
