@@ -11,7 +11,6 @@ import sys
 import time
 import uuid
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -174,43 +173,33 @@ def test_the_sweep_settles_expired_leases():
     assert not ShellLease.objects.filter(id=lease_id).exists()
 
 
-def local_engine_pid() -> int:
-    """The local dockerd (ensure-docker.sh starts one), which the next test pauses."""
-    try:
-        pid = int(Path("/var/run/docker.pid").read_text().strip())
-        os.kill(pid, 0)
-    except (OSError, ValueError) as error:
-        raise RuntimeError("this test needs the local dockerd that scripts/ensure-docker.sh starts") from error
-    return pid
-
-
-def test_a_removal_the_engine_does_not_confirm_is_pending_keeps_its_place_and_is_retried(engine):
+def test_a_removal_the_engine_does_not_confirm_is_pending_keeps_its_place_and_is_retried(engine, monkeypatch):
+    from tests.support.frozen_engine import frozen_engine
     from tests.support.tool_context import tool_context
     from tests.tools.shell.conftest import call
     from tools.models import ActivityStatus
+    from tools.shell import engine as shell_engine
 
-    dockerd = local_engine_pid()
     conversation_id = uuid.uuid4()
-
     progress: list[dict] = []
     context = tool_context(conversation_id=conversation_id, progress=progress)
 
-    async def scenario():
+    async def scenario(frozen):
         running = asyncio.ensure_future(call({"command": "echo started; sleep 60", "timeout_seconds": 3}, context))
         while not any(p["message"].startswith("8 bytes") for p in progress):
             await asyncio.sleep(0.05)
-        # The engine stops answering (the container keeps running under containerd): the
-        # kill, the wait and the removal all go unanswered.
-        os.kill(dockerd, signal.SIGSTOP)
+        # The engine stops answering this process (the container keeps running): the kill,
+        # the wait and the removal all go unanswered.
+        frozen.freeze()
         try:
             return await running
         finally:
-            os.kill(dockerd, signal.SIGCONT)
+            frozen.thaw()
 
-    try:
-        result = asyncio.run(scenario())
-    finally:
-        os.kill(dockerd, signal.SIGCONT)
+    with monkeypatch.context() as patched, frozen_engine() as frozen:
+        patched.setenv("DOCKER_HOST", frozen.url)
+        patched.setattr(shell_engine, "_client", None)  # this call connects through it; the next ones directly
+        result = asyncio.run(scenario(frozen))
 
     assert result.status == ActivityStatus.SUCCEEDED
     assert result.output["cleanup"] == "pending"
