@@ -38,18 +38,16 @@ ONCE_TESTS=(
 )
 # Two lanes at once, each its own pytest session (its own database, Redis database, data dir
 # and live stack; shell containers are scoped by database, and no test pauses what both
-# share): the pages in Chromium, the first start's process tests and the live stack on
-# SQLite; beside them the rest on SQLite, then on PostgreSQL.
+# share): the pages in Chromium, the first start's process tests, the shell and the live
+# stack on SQLite; beside them the rest on SQLite, then on PostgreSQL.
 # Most of a test's time is spent waiting on processes, sockets and Chromium, so two lanes on
 # two cores take about the longer lane's time. The pages' lane writes to a log printed after.
-# The live stack's tests join the pages, so that the lanes take about as long (measured: the
-# pages and the first start 29 minutes; the rest 25 with the shell and the live stack, 10
-# without them, then PostgreSQL 19).
+# The shell's and the live stack's tests join the pages, so that the lanes take about as long.
 PAGES=(tests/e2e tests/core/test_first_run.py tests/core/test_runstack.py tests/core/test_requirements.py
-       tests/test_live_turns.py tests/test_live_stack.py tests/test_live_tasks.py
+       tests/tools/shell tests/test_live_turns.py tests/test_live_stack.py tests/test_live_tasks.py
        tests/test_live_long_turns.py tests/test_live_browser_tasks.py)
 pages_log=$(mktemp -t flarebot-pages-lane-XXXXXX.log)
-echo "== pytest (sqlite, pages, live stack): in the background, its output after the other lane"
+echo "== pytest (sqlite, pages, shell, live stack): in the background, its output after the other lane"
 env FLAREBOT_TEST_DB=sqlite $PY -m pytest -p no:cacheprovider "${PAGES[@]}" >"$pages_log" 2>&1 &
 pages_pid=$!
 trap 'kill "$pages_pid" 2>/dev/null' EXIT  # an interrupted run leaves no lane behind
@@ -59,10 +57,10 @@ step "pytest (postgres)" env FLAREBOT_TEST_DB=postgres FLAREBOT_TEST_DATABASE_ON
   "${ONCE[@]/#/--ignore=}" "${ONCE_TESTS[@]/#/--deselect=}"
 wait "$pages_pid"
 pages_status=$?
-echo "== pytest (sqlite, pages, live stack)"
+echo "== pytest (sqlite, pages, shell, live stack)"
 cat "$pages_log"
 rm -f "$pages_log"
-[ "$pages_status" -eq 0 ] || failed+=("pytest (sqlite, pages, live stack)")
+[ "$pages_status" -eq 0 ] || failed+=("pytest (sqlite, pages, shell, live stack)")
 
 if [ ${#failed[@]} -ne 0 ]; then
   echo "FAILED: ${failed[*]}"
