@@ -160,41 +160,40 @@ def collect_out(api: Any, container: str, user: str) -> Returned:
 
     returned = Returned()
     try:
-        listing = _exec_output(
-            api,
-            container,
-            ["find", OUT_DIR, "-mindepth", "1", "-maxdepth", "1", "-printf", r"%y/%s/%f\0"],
-            user,
-            LISTING_MAX,
-        )
-    except (DockerException, RequestException, OSError) as error:
-        logger.warning("listing /workspace/out of %s failed: %s", container, str(error)[:300])
-        returned.notes.append("The files of /workspace/out could not be read.")
-        return returned
-    if listing is None:
-        returned.notes.append("/workspace/out holds too many entries to list; none were returned.")
-        return returned
-    chosen = _choose(listing, returned)
-    if not chosen:
-        return returned
-    expected = sum(chosen.values())
-    try:
-        data = _exec_output(
-            api,
-            container,
-            ["tar", "-C", OUT_DIR, "-cf", "-", "--", *chosen],
-            user,
-            expected + TAR_OVERHEAD * len(chosen),
-        )
+        _read_out(api, container, user, returned)
     except (DockerException, RequestException, OSError) as error:
         logger.warning("reading /workspace/out of %s failed: %s", container, str(error)[:300])
         returned.notes.append("The files of /workspace/out could not be read.")
-        return returned
+    return returned
+
+
+def _read_out(api: Any, container: str, user: str, returned: Returned) -> None:
+    """List `/workspace/out/`, choose what may come back and unpack it into `returned`; raises the engine's errors."""
+    listing = _exec_output(
+        api,
+        container,
+        ["find", OUT_DIR, "-mindepth", "1", "-maxdepth", "1", "-printf", r"%y/%s/%f\0"],
+        user,
+        LISTING_MAX,
+    )
+    if listing is None:
+        returned.notes.append("/workspace/out holds too many entries to list; none were returned.")
+        return
+    chosen = _choose(listing, returned)
+    if not chosen:
+        return
+    expected = sum(chosen.values())
+    data = _exec_output(
+        api,
+        container,
+        ["tar", "-C", OUT_DIR, "-cf", "-", "--", *chosen],
+        user,
+        expected + TAR_OVERHEAD * len(chosen),
+    )
     if data is None:
         returned.notes.append("The files of /workspace/out changed while they were read; none were returned.")
-        return returned
+        return
     returned.files = _unpack(data, chosen, returned)
-    return returned
 
 
 def _choose(listing: bytes, returned: Returned) -> dict[str, int]:
