@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 
 import pytest
 
 from conversations.models import Message, MessageRole, Turn
 from conversations.services import conversation_create
-from conversations.turns import turn_claim, turn_finish, turn_submit
 from tests.attachments.support import png, upload
+from tests.conversations.test_search import finished_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,18 +29,7 @@ def export(client, conversation_id, fmt: str):
 def finished_turn_with_files(client, conversation, text: str, files: dict[str, bytes], answer_parts=None) -> Turn:
     """A turn whose message carries these files, ended with an answer (its parts as given)."""
     ids = [upload(client, conversation.id, name, content).json()["id"] for name, content in files.items()]
-    turn, _ = turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text=text, attachments=ids)
-    claim = turn_claim(turn_id=turn.id)
-    assert claim is not None
-    Message.objects.create(
-        conversation=conversation,
-        turn=turn,
-        role=MessageRole.ASSISTANT,
-        ordinal=2 * turn.ordinal + 1,
-        parts=answer_parts or [{"type": "text", "text": "Got it."}],
-    )
-    assert turn_finish(turn_id=turn.id, lease_token=claim.lease_token, status="completed")
-    return turn
+    return finished_turn(conversation, text, "Got it.", attachments=ids, answer_parts=answer_parts)
 
 
 def test_the_json_export_lists_each_message_attachments_with_their_hash(owner_client):

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from conversations.models import Message, MessageRole, Turn
+from conversations.models import Message, MessageRole, Turn, answer_ordinal
 from conversations.search import snippet_marks
 from conversations.services import conversation_create, conversation_delete, conversation_rename
 from conversations.sql import MARK_END, MARK_START
@@ -17,17 +17,19 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SEARCH = "/api/conversations/"
 
 
-def finished_turn(conversation, question: str, answer: str) -> Turn:
+def finished_turn(conversation, question: str, answer: str, *, attachments=(), answer_parts=None) -> Turn:
     """A turn that ran to its end: the user's message and the answer, as the engine leaves them."""
-    turn, _ = turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text=question)
+    turn, _ = turn_submit(
+        conversation_id=conversation.id, request_id=uuid.uuid4(), text=question, attachments=list(attachments)
+    )
     claim = turn_claim(turn_id=turn.id)
     assert claim is not None
     Message.objects.create(
         conversation=conversation,
         turn=turn,
         role=MessageRole.ASSISTANT,
-        ordinal=2 * turn.ordinal + 1,
-        parts=[{"type": "text", "text": answer}],
+        ordinal=answer_ordinal(turn.ordinal),
+        parts=answer_parts or [{"type": "text", "text": answer}],
     )
     assert turn_finish(turn_id=turn.id, lease_token=claim.lease_token, status="completed")
     return turn
