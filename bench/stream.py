@@ -41,7 +41,7 @@ import websockets
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import BenchStack, start
-from flarebot.core.env import default_worker_processes
+from flarebot.core.env import DEFAULT_WORKER_PROCESSES
 from tests.support.fake_providers import Step, Text
 
 CHUNKS = 100
@@ -244,8 +244,8 @@ def main() -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=default_worker_processes(),
-        help="worker processes (default: FLAREBOT_WORKER_PROCESSES's default, CPU cores up to 4)",
+        default=DEFAULT_WORKER_PROCESSES,
+        help="worker processes (default: FLAREBOT_WORKER_PROCESSES's default, one)",
     )
     args = parser.parse_args()
     results = asyncio.run(main_async(args))

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import BenchStack, start
 from bench.stream import Client, percentile, run_client
-from flarebot.core.env import default_worker_processes
+from flarebot.core.env import DEFAULT_WORKER_PROCESSES
 from tests.support.fake_providers import Step, Text
 
 TASKS = 100
@@ -243,7 +243,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of 20 streams with and without tasks")
-    parser.add_argument("--workers", type=int, default=default_worker_processes())
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKER_PROCESSES)
     args = parser.parse_args()
     result = asyncio.run(main_async(args))
     alone = result["tasks_alone"]["turn_started_ms"]

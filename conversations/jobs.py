@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
+import threading
 import uuid
 from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
-# The workers load the provider SDKs when they start, not in the first turn.
-import conversations.providers.anthropic_messages
-import conversations.providers.openai_chat  # noqa: F401
 from conversations import services, turns
 from conversations.browser_tasks.lifecycle import browser_tasks_reconcile as _browser_tasks_reconcile
 from conversations.browser_tasks.runner import browser_task_run as _browser_task_run
 from conversations.engine.runtime import engine_runtime, engine_runtime_started
+from conversations.providers.catalog import PROVIDER_MODULES
+from conversations.selectors import providers_configured
 from flarebot.core.heap import heap_settle
 from flarebot.core.heartbeat import BEAT, heartbeat_record
 
@@ -63,11 +64,24 @@ def browser_tasks_reconcile() -> None:
 
 @worker_ready.connect
 def _recover_on_start(**kwargs: Any) -> None:
-    heap_settle()  # what the worker loaded lives as long as it: keep it out of GC pauses
     engine_runtime()  # answers the turn doorbell from now on
+    threading.Thread(target=_providers_load, name="providers-load", daemon=True).start()
     conversation_finish_deletions.delay()
     turns_reconcile.delay()
     browser_tasks_reconcile.delay()
+
+
+def _providers_load() -> None:
+    """Import the SDKs of the providers configured now, off the worker's start.
+
+    Each SDK costs 1-2 s of import and 30-60 MB: a worker loads those a turn could use now
+    once it is ready, so that neither its start nor its first turn waits for them (a turn
+    that comes sooner waits for this import). A provider configured later loads with its
+    first turn.
+    """
+    for module in sorted({PROVIDER_MODULES[provider] for provider in providers_configured()}):
+        importlib.import_module(module)
+    heap_settle()  # what the worker loaded lives as long as it: keep it out of GC pauses
 
 
 @worker_shutdown.connect

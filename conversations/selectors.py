@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
@@ -19,6 +20,7 @@ from conversations.models import (
     Event,
     Message,
     MessageRole,
+    ProviderKey,
     Turn,
 )
 from conversations.version_tree import Versions, transcript_versions
@@ -118,3 +120,9 @@ def shown_messages(*, conversation_id: uuid.UUID) -> QuerySet[Message]:
 def turns_awaiting_worker(*, turn_ids: list[uuid.UUID]) -> set[uuid.UUID]:
     """Return which of these turns no live attempt holds: queued, or running on an expired lease."""
     return sql.turns_lease_over(turn_ids=turn_ids, now=timezone.now())
+
+
+def providers_configured() -> list[str]:
+    """The providers a turn could use now: those with a stored key, and the local model if named."""
+    providers = list(ProviderKey.objects.order_by("provider").values_list("provider", flat=True))
+    return [*providers, "local"] if settings.CONFIG.local_base_url else providers

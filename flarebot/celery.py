@@ -12,6 +12,10 @@ from celery.signals import worker_ready, worker_shutdown
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flarebot.settings")
+# Celery's Django fixup runs Django's system checks when a worker or beat starts. They
+# import every URL, view and API (DRF, drf-spectacular, the pages): about 40 MB in a
+# process that serves none of them. `make run` and Compose run them in their migrate step.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 
 def celery_app(*, jobs: bool) -> Celery:

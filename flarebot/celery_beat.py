@@ -6,16 +6,12 @@ at its start would load the whole of Flarebot (the model SDKs, Playwright, every
 into a process that never runs a job or serves a page, so beat skips them:
 
 - importing every app's jobs.py (`celery_app(jobs=False)`);
-- Django's system checks, which import every URL and view. `make run` runs them in its
-  `migrate` step and every worker runs them at its start.
+- Django's system checks, which import every URL and view (`flarebot.celery` skips
+  them in workers and beat alike: `make run` runs them in its `migrate` step).
 """
 
 from __future__ import annotations
 
-import os
-
 from flarebot.celery import celery_app
-
-os.environ["CELERY_SKIP_CHECKS"] = "1"  # read by Celery's Django fixup when beat starts
 
 app = celery_app(jobs=False)

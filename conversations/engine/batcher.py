@@ -12,16 +12,19 @@ import asyncio
 import logging
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from django.db import DatabaseError, transaction
 
 from conversations import sql
-from conversations.engine.stream_store import StreamStore
 from conversations.engine.writes import StreamWrite
 from conversations.eventlog import EventFrame, events_insert
 from conversations.models import Conversation
 from flarebot.core.database import db
 from tools.activity import activity_store
+
+if TYPE_CHECKING:
+    from conversations.engine.stream_store import StreamStore
 
 logger = logging.getLogger(__name__)
 

@@ -15,16 +15,19 @@ import threading
 import uuid
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 
+from conversations import sql
 from conversations.cancel_bus import CancelListener
 from conversations.doorbell import DoorbellListener
 from conversations.engine.batcher import write_batcher_install
 from conversations.engine.runner import run_turn
-from conversations.engine.stream_store import StreamStore
 from flarebot.core.database import connect_database_threads
+
+if TYPE_CHECKING:
+    from conversations.engine.stream_store import StreamStore
 
 T = TypeVar("T")
 
@@ -47,7 +50,7 @@ class EngineRuntime:
         connect_database_threads(executor, DATABASE_THREADS)
         writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turn-writes")
         connect_database_threads(writes, 1)
-        self.stream_store = StreamStore.for_default_database()
+        self.stream_store = stream_store_for_default_database()
         write_batcher_install(self.loop, writes, self.stream_store)
         self.cancels = CancelListener()
         self._turns: dict[uuid.UUID, asyncio.Task[None]] = {}  # touched on the loop only
@@ -95,3 +98,16 @@ def engine_runtime() -> EngineRuntime:
 def engine_runtime_started() -> EngineRuntime | None:
     """Return this process's runtime if it was started."""
     return _runtime
+
+
+def stream_store_for_default_database() -> StreamStore | None:
+    """The engine loop's own connection if the database is PostgreSQL; None otherwise.
+
+    psycopg loads only then: a worker on SQLite never needs it.
+    """
+    params = sql.stream_connection_params()
+    if params is None:
+        return None
+    from conversations.engine.stream_store import APPLICATION_NAME, StreamStore
+
+    return StreamStore({**params, "application_name": APPLICATION_NAME})

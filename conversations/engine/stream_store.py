@@ -58,12 +58,6 @@ class StreamStore:
         self._params = params
         self._connection: psycopg.AsyncConnection[Any] | None = None
 
-    @classmethod
-    def for_default_database(cls) -> StreamStore | None:
-        """A store for the configured database if it is PostgreSQL; None otherwise."""
-        params = sql.stream_connection_params()
-        return None if params is None else cls({**params, "application_name": APPLICATION_NAME})
-
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
         if self._connection is None or self._connection.closed:
             connection = await psycopg.AsyncConnection.connect(**self._params, autocommit=True)

@@ -46,15 +46,23 @@ def default_configuration() -> Configuration:
     return Configuration("anthropic", ANTHROPIC_MODELS[0])
 
 
-def adapter_for(provider: str) -> Adapter:
-    # The SDKs are imported here, not at the top: only workers talk to providers, and
-    # importing both SDKs costs the web process seconds of start-up and memory.
-    from conversations.providers.anthropic_messages import AnthropicAdapter
-    from conversations.providers.openai_chat import ChatCompletionsAdapter
+# Each provider's adapter, with its SDK: imported on first use, never at the top. Only
+# workers talk to providers, and each SDK costs 1-2 s of import and 30-60 MB.
+PROVIDER_MODULES = {
+    "anthropic": "conversations.providers.anthropic_messages",
+    "openai": "conversations.providers.openai_chat",
+    "local": "conversations.providers.openai_chat",
+}
 
+
+def adapter_for(provider: str) -> Adapter:
     config = settings.CONFIG
     if provider == "anthropic":
+        from conversations.providers.anthropic_messages import AnthropicAdapter
+
         return AnthropicAdapter(config.anthropic_base_url)
+    from conversations.providers.openai_chat import ChatCompletionsAdapter
+
     if provider == "openai":
         return ChatCompletionsAdapter(
             base_url=config.openai_base_url, label="OpenAI", needs_key=True, max_tokens_field="max_completion_tokens"

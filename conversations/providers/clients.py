@@ -14,12 +14,13 @@ import hashlib
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
-
-import anthropic
-import openai
+from typing import TYPE_CHECKING, Any
 
 from flarebot.core.crypto import Secret
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
 _MAX_CLIENTS = 16
 # Per event loop: an SDK client's connection pool belongs to the loop that opened it.
@@ -54,6 +55,8 @@ def _cached(kind: str, base_url: str, key: Secret | None, make: Callable[[], Any
 
 
 def anthropic_client(base_url: str, key: Secret) -> anthropic.AsyncAnthropic:
+    import anthropic  # each provider's SDK loads with its first use (catalog.PROVIDER_MODULES)
+
     return _cached(
         "anthropic",
         base_url,
@@ -72,6 +75,8 @@ def anthropic_client(base_url: str, key: Secret) -> anthropic.AsyncAnthropic:
 
 
 def openai_client(base_url: str, key: Secret | None) -> openai.AsyncOpenAI:
+    import openai  # each provider's SDK loads with its first use (catalog.PROVIDER_MODULES)
+
     return _cached(
         "openai",
         base_url,

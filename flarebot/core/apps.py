@@ -14,9 +14,10 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # The OpenAPI extensions (`flarebot.core.schema`) register when the API's views
+        # import them: the workers and beat never load the API, DRF or drf-spectacular.
         from flarebot.core import (
             checks,  # noqa: F401  (registers the system checks)
-            schema,  # noqa: F401  (registers the OpenAPI extension)
             sessions,  # noqa: F401  (connects the receivers that close sockets)
         )
 

@@ -18,6 +18,10 @@ from urllib.parse import urlsplit
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 # The embedded database, under the data dir, when DATABASE_URL is not set.
 SQLITE_FILE = "flarebot.sqlite3"
+# One worker process: its event loop streams 100 answers at the model's pace on two cores
+# (bench/stream.py), where two processes competed with web for the cores and each held
+# its own copy of Django and the SDKs (issue 30). More: FLAREBOT_WORKER_PROCESSES.
+DEFAULT_WORKER_PROCESSES = 1
 
 
 class ConfigurationError(Exception):
@@ -176,7 +180,7 @@ def load_config() -> FlarebotConfig:
         local_models=_local_models(),
         stream_idle_timeout=float(env_int("FLAREBOT_STREAM_IDLE_TIMEOUT", 60, minimum=1, maximum=600)),
         worker_concurrency=env_int("FLAREBOT_WORKER_CONCURRENCY", 128, minimum=1, maximum=1024),
-        worker_processes=env_int("FLAREBOT_WORKER_PROCESSES", default_worker_processes(), minimum=1, maximum=64),
+        worker_processes=env_int("FLAREBOT_WORKER_PROCESSES", DEFAULT_WORKER_PROCESSES, minimum=1, maximum=64),
         trusted_proxies=env_networks("FLAREBOT_TRUSTED_PROXIES"),
         log_level=env_choice("FLAREBOT_LOG_LEVEL", "warning", ("warning", "info", "debug")),
         network_allow=env_host_ports("FLAREBOT_NETWORK_ALLOW"),
@@ -270,11 +274,6 @@ def _search_model() -> str:
     if len(model) > 128 or any(ch.isspace() or not ch.isprintable() for ch in model):
         raise ConfigurationError("FLAREBOT_SEARCH_MODEL holds an invalid model id")
     return model
-
-
-def default_worker_processes() -> int:
-    """One worker process per core, up to four: each one's interpreter lock caps it at one core."""
-    return min(4, os.cpu_count() or 1)
 
 
 def _local_models() -> tuple[str, ...]:

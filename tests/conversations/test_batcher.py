@@ -12,7 +12,8 @@ from django.db import DatabaseError, connection
 
 from conversations.engine.batcher import StreamWrite, WriteBatcher, _write_batch
 from conversations.engine.preparation import attempt_start
-from conversations.engine.stream_store import APPLICATION_NAME, StreamStore
+from conversations.engine.runtime import stream_store_for_default_database
+from conversations.engine.stream_store import APPLICATION_NAME
 from conversations.eventlog import NewEvent, event_frame
 from conversations.models import Conversation, Event, Message
 from conversations.services import conversation_create
@@ -62,7 +63,7 @@ def test_it_isolates_a_write_that_fails_and_keeps_the_others(owner):
 @pytest.fixture
 async def batcher():
     """The engine's batcher for the configured database: one statement on the loop (PostgreSQL)."""
-    store = StreamStore.for_default_database()
+    store = stream_store_for_default_database()
     yield WriteBatcher(store=store)
     if store is not None:
         await store.close()

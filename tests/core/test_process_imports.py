@@ -2,7 +2,8 @@
 
 Each process is imported as it starts, in a fresh interpreter, and its modules are read
 from `sys.modules`: the supervisor loads no Django at all, the web and beat none of the
-SDKs only a job uses, and a worker loads Playwright and the Docker SDK on first use only.
+SDKs only a job uses, and a worker loads the provider SDKs once it is ready (the test of
+`_providers_load` says which), Playwright and the Docker SDK on first use only.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ WEB_SERVER = ("daphne", "twisted")
 FIRST_USE = ("playwright", "docker")
 
 
-def loaded_at_start(code: str, tmp_path: Path) -> set[str]:
-    """The top-level packages a fresh interpreter holds after running `code`."""
+def loaded_at_start(code: str, tmp_path: Path, *, whole: bool = False) -> set[str]:
+    """The top-level packages (or, `whole`, the modules) a fresh interpreter holds after `code`."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "flarebot.settings",
         "FLAREBOT_DATA_DIR": str(tmp_path / "data"),
     }
     env.pop("DATABASE_URL", None)
-    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    names = "sys.modules" if whole else "{m.split('.')[0] for m in sys.modules}"
+    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted({names})))"
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120
     )
@@ -58,12 +60,18 @@ def test_beat_loads_the_scheduler_but_no_job_code(tmp_path):
     assert not loaded & {*JOB_ONLY, *WEB_SERVER}
 
 
-def test_a_worker_loads_every_job_but_playwright_and_docker_wait_for_first_use(tmp_path):
-    start = "from flarebot.celery import app\napp.loader.import_default_modules()\nimport conversations.jobs"
-    loaded = loaded_at_start(start, tmp_path)
+WORKER_START = "from flarebot.celery import app\napp.loader.import_default_modules()\nimport conversations.jobs"
+# What Django's system checks load (every URL, view and API), which Celery skips.
+API_ONLY = ("rest_framework.fields", "drf_spectacular.openapi", "settings_ui.api", "conversations.api")
 
-    assert {"conversations", "tools", "openai", "anthropic"} <= loaded
-    assert not loaded & {*FIRST_USE, *WEB_SERVER}
+
+def test_a_worker_starts_with_every_job_but_no_sdk_playwright_docker_or_api(tmp_path):
+    loaded = loaded_at_start(WORKER_START, tmp_path, whole=True)
+
+    assert {"conversations.jobs", "tasks.jobs", "conversations.engine.runtime"} <= loaded
+    packages = {name.split(".")[0] for name in loaded}
+    assert not packages & {*JOB_ONLY, *WEB_SERVER, "psycopg"}  # psycopg: on PostgreSQL only
+    assert not loaded & set(API_ONLY)
 
 
 def test_the_supervisor_removes_the_setup_link_the_web_reads():

@@ -9,13 +9,15 @@ stops. Cancelling the awaiting task closes the connection.
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from tools.network.policy import Refused, Target, url_check
-from tools.network.resolver import PinnedResolver, addresses_checked
+from tools.network.resolver import addresses_checked
 
 MAX_REDIRECTS = 5
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -113,3 +115,39 @@ async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int) -> tup
         if size > max_bytes:
             return b"".join(parts)[:max_bytes], True
     return b"".join(parts), False
+
+
+def _family(address: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in address else socket.AF_INET
+
+
+class PinnedResolver(AbstractResolver):
+    """An aiohttp resolver that knows one host and answers only its checked addresses.
+
+    aiohttp connects to the address returned and keeps the URL's host for the Host header
+    and the TLS server name, so the request goes exactly where the policy looked.
+    """
+
+    def __init__(self, host: str, addresses: list[str]) -> None:
+        self._host = host
+        self._addresses = addresses
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        if host != self._host:
+            raise OSError(f"no pinned address for {host!r}")
+        return [
+            {
+                "hostname": host,
+                "host": address,
+                "port": port,
+                "family": _family(address),
+                "proto": socket.IPPROTO_TCP,
+                "flags": socket.AI_NUMERICHOST,
+            }
+            for address in self._addresses
+        ]
+
+    async def close(self) -> None:
+        return None

@@ -4,7 +4,7 @@
 runs in the loop's executor, so the loop that streams turns never blocks on DNS) and
 refuses the name if any address is refused: a name answering a public address first and
 a private one second is refused as a whole. The caller then connects to exactly the
-addresses returned (`PinnedResolver` for aiohttp, the proxy for Chromium), so a second
+addresses returned (`fetch.PinnedResolver` for aiohttp, the proxy for Chromium), so a second
 lookup cannot hand the connection another address.
 
 `lookup` is the one place names are resolved; tests replace it (monkeypatch) to play
@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable
-
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from tools.network.policy import ADDRESS_RULES, Refused, Target, address_rule, port_refusal
 
@@ -59,39 +57,3 @@ async def addresses_checked(target: Target) -> list[str]:
                 raise Refused("address", f"{on_port} {said}", rule="port", entry=target.entry)
             raise Refused("address", said, rule=rule, entry=target.entry)
     return addresses
-
-
-def _family(address: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in address else socket.AF_INET
-
-
-class PinnedResolver(AbstractResolver):
-    """An aiohttp resolver that knows one host and answers only its checked addresses.
-
-    aiohttp connects to the address returned and keeps the URL's host for the Host header
-    and the TLS server name, so the request goes exactly where the policy looked.
-    """
-
-    def __init__(self, host: str, addresses: list[str]) -> None:
-        self._host = host
-        self._addresses = addresses
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        if host != self._host:
-            raise OSError(f"no pinned address for {host!r}")
-        return [
-            {
-                "hostname": host,
-                "host": address,
-                "port": port,
-                "family": _family(address),
-                "proto": socket.IPPROTO_TCP,
-                "flags": socket.AI_NUMERICHOST,
-            }
-            for address in self._addresses
-        ]
-
-    async def close(self) -> None:
-        return None

@@ -15,8 +15,6 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from requests.exceptions import RequestException
-
 from flarebot.core.hints import BUILD_SANDBOX_IMAGE_COMMAND
 from flarebot.core.probes import ProbeResult
 
@@ -86,6 +84,7 @@ def engine_problem(*, fresh: bool = False) -> str | None:
 def _problem() -> str | None:
     import docker  # the Docker SDK loads on first use
     from docker.errors import DockerException, ImageNotFound  # the Docker SDK loads on first use
+    from requests.exceptions import RequestException  # as does requests, under it
 
     try:
         # Making the client asks the engine for its API version: no answer fails here.
@@ -108,6 +107,7 @@ def docker_probe() -> ProbeResult:
     """The System section's "Docker engine" row."""
     import docker  # the Docker SDK loads on first use
     from docker.errors import DockerException  # the Docker SDK loads on first use
+    from requests.exceptions import RequestException  # as does requests, under it
 
     try:
         client = docker.DockerClient.from_env(timeout=int(CHECK_TIMEOUT))
@@ -122,6 +122,7 @@ def sandbox_image_probe() -> ProbeResult:
     """The System section's "Sandbox image" row."""
     import docker  # the Docker SDK loads on first use
     from docker.errors import DockerException, ImageNotFound  # the Docker SDK loads on first use
+    from requests.exceptions import RequestException  # as does requests, under it
 
     try:
         client = docker.DockerClient.from_env(timeout=int(CHECK_TIMEOUT))

@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from requests.exceptions import RequestException
-
 from tools.shell.engine import WORKSPACE
 
 logger = logging.getLogger(__name__)
@@ -157,6 +155,7 @@ def _exec_output(api: Any, container: str, command: list[str], user: str, cap: i
 def collect_out(api: Any, container: str, user: str) -> Returned:
     """Read the regular files of `/workspace/out/` from the running container, within the limits."""
     from docker.errors import DockerException  # the Docker SDK loads on first use
+    from requests.exceptions import RequestException  # as does requests, under it
 
     returned = Returned()
     try:

@@ -30,8 +30,6 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from requests.exceptions import RequestException
-
 from tools.shell.engine import (
     SANDBOX_IMAGE,
     SANDBOX_REPOSITORY,
@@ -82,6 +80,7 @@ class BuildFailed(Exception):
 
 def sandbox_image_exists() -> bool:
     from docker.errors import DockerException, ImageNotFound  # the Docker SDK loads on first use
+    from requests.exceptions import RequestException  # as does requests, under it
 
     try:
         engine_client().images.get(SANDBOX_IMAGE)
@@ -95,6 +94,7 @@ def sandbox_image_exists() -> bool:
 def sandbox_image_build(*, say: Say, method: str = "auto") -> str:
     """Build the sandbox image; return how ("dockerfile" or "debootstrap")."""
     from docker.errors import APIError, DockerException  # the Docker SDK loads on first use
+    from requests.exceptions import RequestException  # as does requests, under it
 
     client = engine_client()
     try:

@@ -25,7 +25,6 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from requests.exceptions import RequestException
 
 from tools.models import ShellLease, ShellLeaseState
 from tools.shell.sandbox import container_name, container_remove, containers_of_scope, sandbox_scope
@@ -137,6 +136,7 @@ def shell_leases_reconcile() -> int:
     of this installation's scope whose lease does not exist is removed.
     """
     from docker.errors import DockerException  # the Docker SDK loads on first use
+    from requests.exceptions import RequestException  # as does requests, under it
 
     settled = sum(1 for lease_id in shell_leases_due() if shell_lease_settle(lease_id=lease_id))
     try:

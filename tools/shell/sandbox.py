@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
-from requests.exceptions import RequestException
 
 from tools.shell.engine import (
     BUILD_IMAGE,
@@ -184,6 +183,7 @@ class Sandbox:
         """Create the container (not started); raises EngineFailed."""
         from docker.errors import DockerException, ImageNotFound  # the Docker SDK loads on first use
         from docker.types import Mount, Ulimit  # the Docker SDK loads on first use
+        from requests.exceptions import RequestException  # as does requests, under it
 
         remaining = max(0.0, self.deadline - time.monotonic())
         lifetime = f"{remaining + SELF_KILL_MARGIN + COLLECT_MARGIN:.2f}"
@@ -233,6 +233,7 @@ class Sandbox:
     def run(self) -> None:
         """Start the created container and collect its output until it ends, is killed or stopped."""
         from docker.errors import DockerException  # the Docker SDK loads on first use
+        from requests.exceptions import RequestException  # as does requests, under it
 
         api = engine_client().api
         try:
@@ -301,6 +302,7 @@ class Sandbox:
     def _kill(self) -> None:
         # A container that is not running any more (it ended, or was removed) is what killing wanted.
         from docker.errors import APIError  # the Docker SDK loads on first use
+        from requests.exceptions import RequestException  # as does requests, under it
 
         with contextlib.suppress(APIError, RequestException):
             engine_client().api.kill(self.name, "KILL")
@@ -308,6 +310,7 @@ class Sandbox:
     def _exit_code(self) -> int | None:
         """The command's exit status once its exec ended; None when the container went away."""
         from docker.errors import DockerException  # the Docker SDK loads on first use
+        from requests.exceptions import RequestException  # as does requests, under it
 
         give_up = time.monotonic() + DRAIN
         while True:
@@ -326,6 +329,7 @@ class Sandbox:
 def container_remove(name: str) -> bool:
     """Remove a container (killing it first); True once the engine confirms it is gone."""
     from docker.errors import APIError, DockerException, NotFound  # the Docker SDK loads on first use
+    from requests.exceptions import RequestException  # as does requests, under it
 
     try:
         engine_client().api.remove_container(name, force=True, v=True)  # its attachments volume too
@@ -344,6 +348,7 @@ def container_remove(name: str) -> bool:
 
 def _gone(name: str) -> bool:
     from docker.errors import DockerException, NotFound  # the Docker SDK loads on first use
+    from requests.exceptions import RequestException  # as does requests, under it
 
     give_up = time.monotonic() + REMOVE_TIMEOUT
     while time.monotonic() < give_up:

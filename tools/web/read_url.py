@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 from tools.kit import object_schema, refusal
-from tools.network.fetch import FetchFailed, fetch
 from tools.network.policy import Refused
 from tools.registry import Effect, Tool, ToolContext
 from tools.web.extract import HTML_TYPES, TEXT_TYPES, html_text, plain_text
@@ -29,6 +28,8 @@ INPUT_SCHEMA = object_schema({"url": url_property("read")})
 
 async def read_url(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
     """Fetch a page and return its text as a source."""
+    from tools.network.fetch import FetchFailed, fetch  # aiohttp loads on first use
+
     url = data["url"]
     try:
         async with asyncio.timeout(DEADLINE):

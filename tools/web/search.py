@@ -20,10 +20,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-import httpx2
 from django.conf import settings
 
 from flarebot.core.crypto import Secret
@@ -49,43 +47,6 @@ MISSING_KEY = "Add an OpenAI API key in Settings to search the web."
 INPUT_SCHEMA = object_schema(
     {"query": {"type": "string", "minLength": 1, "maxLength": QUERY_MAX, "description": "What to search for."}}
 )
-
-
-class ResponseTooLarge(Exception):
-    """The search answer is larger than RESPONSE_MAX bytes."""
-
-
-class _BoundedStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: Any, limit: int) -> None:
-        self._inner = inner
-        self._limit = limit
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        seen = 0
-        async for chunk in self._inner:
-            seen += len(chunk)
-            if seen > self._limit:
-                raise ResponseTooLarge
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class BoundedTransport(httpx2.AsyncBaseTransport):
-    """An HTTP transport whose response bodies stop with ResponseTooLarge past `limit` bytes."""
-
-    def __init__(self, limit: int) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
-        self._limit = limit
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self._inner.handle_async_request(request)
-        response.stream = _BoundedStream(response.stream, self._limit)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 def search_request(query: str) -> dict[str, Any]:
@@ -116,6 +77,8 @@ async def web_search(context: ToolContext, data: dict[str, Any]) -> dict[str, An
     """Search the web once and return the cited sources and a labelled summary."""
     import openai  # the SDK loads on first use: web and beat never need it
 
+    from tools.web.bounded_transport import BoundedTransport, ResponseTooLarge
+
     key = await context.provider_key("openai")
     if not isinstance(key, Secret):
         return refusal("unavailable", _key_problem(key))
@@ -145,6 +108,8 @@ async def web_search(context: ToolContext, data: dict[str, Any]) -> dict[str, An
 
 
 def _too_large(error: BaseException) -> bool:
+    from tools.web.bounded_transport import ResponseTooLarge
+
     seen: BaseException | None = error
     while seen is not None:
         if isinstance(seen, ResponseTooLarge):
