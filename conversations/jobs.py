@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
-import importlib
+import contextlib
 import threading
+import time
 import uuid
 from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
+from django.db import DatabaseError, close_old_connections, connections
 
 from conversations import services, turns
 from conversations.browser_tasks.lifecycle import browser_tasks_reconcile as _browser_tasks_reconcile
 from conversations.browser_tasks.runner import browser_task_run as _browser_task_run
 from conversations.engine.runtime import engine_runtime, engine_runtime_started
-from conversations.providers.catalog import PROVIDER_MODULES
+from conversations.providers.catalog import provider_sdk_load, providers_all_loaded
 from conversations.selectors import providers_configured
 from flarebot.core.heap import heap_settle
 from flarebot.core.heartbeat import BEAT, heartbeat_record
 
 # How long a stopping worker lets the turns it started from the doorbell finish.
 SHUTDOWN_GRACE_SECONDS = 120
+# How often a worker looks for a provider configured since (a key saved) to load its SDK,
+# until it has loaded every one: one small query, so that the SDK is loaded before the
+# first message after a key is saved.
+PROVIDERS_CHECK_SECONDS = 2
 
 
 @shared_task(name="conversations.jobs.conversation_teardown")
@@ -65,23 +71,32 @@ def browser_tasks_reconcile() -> None:
 @worker_ready.connect
 def _recover_on_start(**kwargs: Any) -> None:
     engine_runtime()  # answers the turn doorbell from now on
-    threading.Thread(target=_providers_load, name="providers-load", daemon=True).start()
+    threading.Thread(target=_providers_keep_loaded, name="providers-load", daemon=True).start()
     conversation_finish_deletions.delay()
     turns_reconcile.delay()
     browser_tasks_reconcile.delay()
 
 
-def _providers_load() -> None:
-    """Import the SDKs of the providers configured now, off the worker's start.
+def _providers_keep_loaded() -> None:
+    """Load the configured providers' SDKs now, then each one configured later."""
+    while not providers_all_loaded():
+        close_old_connections()  # this thread's connection may have broken since
+        with contextlib.suppress(DatabaseError):
+            _providers_load()
+        time.sleep(PROVIDERS_CHECK_SECONDS)
+    connections.close_all()  # this thread's, which ends here
 
-    Each SDK costs 1-2 s of import and 30-60 MB: a worker loads those a turn could use now
-    once it is ready, so that neither its start nor its first turn waits for them (a turn
-    that comes sooner waits for this import). A provider configured later loads with its
-    first turn.
+
+def _providers_load() -> None:
+    """Import the SDKs of the providers configured now that this worker has not loaded.
+
+    Each SDK costs 1-2 s of import and 30-60 MB: a worker loads those a turn could use, on
+    this thread, so that neither its start nor a turn waits for them. A turn that comes
+    first imports its provider's on a thread of its own (`catalog.adapter_loaded`).
     """
-    for module in sorted({PROVIDER_MODULES[provider] for provider in providers_configured()}):
-        importlib.import_module(module)
-    heap_settle()  # what the worker loaded lives as long as it: keep it out of GC pauses
+    loaded = [provider_sdk_load(provider) for provider in sorted(set(providers_configured()))]
+    if any(loaded):
+        heap_settle()  # what the worker loaded lives as long as it: keep it out of GC pauses
 
 
 @worker_shutdown.connect

@@ -27,7 +27,7 @@ from conversations.errors import LeaseLost
 from conversations.eventlog import events_publish
 from conversations.models import TurnStatus
 from conversations.providers.base import ModelRequest, StepFinished, StreamEvent, TextDelta, ToolCall, ToolDefinition
-from conversations.providers.catalog import adapter_for
+from conversations.providers.catalog import adapter_loaded
 from conversations.providers.errors import ProviderError
 from conversations.turns import (
     LEASE_RENEW_SECONDS,
@@ -141,7 +141,7 @@ async def _run_claimed(
 async def _attempt(
     claim: Claim, prepared: Prepared, writer: TranscriptWriter, cancelled: asyncio.Event, turn_tools: TurnTools
 ) -> Outcome:
-    adapter = adapter_for(prepared.model.provider)
+    adapter = await adapter_loaded(prepared.model.provider)
     steps = prepared.steps
     system = prepared.system
     if prepared.rerun:

@@ -6,6 +6,9 @@ the operator's configuration only.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import threading
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -53,6 +56,38 @@ PROVIDER_MODULES = {
     "openai": "conversations.providers.openai_chat",
     "local": "conversations.providers.openai_chat",
 }
+
+
+_loaded: set[str] = set()
+_loading = threading.Lock()
+
+
+def provider_sdk_load(provider: str) -> bool:
+    """Import a provider's adapter and SDK now (blocking); True if this call imported it."""
+    module = PROVIDER_MODULES[provider]
+    if module in _loaded:
+        return False
+    with _loading:
+        new = module not in _loaded
+        importlib.import_module(module)
+        _loaded.add(module)
+    return new
+
+
+def providers_all_loaded() -> bool:
+    """Whether every provider's SDK is loaded in this process."""
+    return _loaded >= set(PROVIDER_MODULES.values())
+
+
+async def adapter_loaded(provider: str) -> Adapter:
+    """The provider's adapter; its SDK's first import runs on a thread, never on the loop.
+
+    A worker's event loop streams every turn: an import there (1-2 s of CPU) would stop
+    every other answer for as long.
+    """
+    if provider in PROVIDER_MODULES and PROVIDER_MODULES[provider] not in _loaded:
+        await asyncio.to_thread(provider_sdk_load, provider)
+    return adapter_for(provider)
 
 
 def adapter_for(provider: str) -> Adapter:

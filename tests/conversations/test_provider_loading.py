@@ -2,16 +2,19 @@
 
 Each SDK costs 1-2 s of import and 30-60 MB, so a worker loads them in the background once
 it is ready, and only for a provider a turn could use now: one with a stored key, or the
-local model the operator named.
+local model the operator named. A turn that needs one not loaded yet imports it on a
+thread, so the event loop that streams every other answer never stops for it.
 """
 
 from __future__ import annotations
 
+import threading
 import types
 
 import pytest
 
 from conversations import jobs
+from conversations.providers import catalog
 from tests.support.engine import provider_use
 
 ANTHROPIC = "conversations.providers.anthropic_messages"
@@ -20,9 +23,10 @@ CHAT_COMPLETIONS = "conversations.providers.openai_chat"
 
 @pytest.fixture
 def imported(monkeypatch) -> list[str]:
-    """The modules `_providers_load` imports, recorded instead of imported."""
+    """The provider modules imported from now on, recorded instead of imported."""
     names: list[str] = []
-    monkeypatch.setattr(jobs, "importlib", types.SimpleNamespace(import_module=names.append))
+    monkeypatch.setattr(catalog, "importlib", types.SimpleNamespace(import_module=names.append))
+    monkeypatch.setattr(catalog, "_loaded", set())
     monkeypatch.setattr(jobs, "heap_settle", lambda: None)
     return names
 
@@ -53,3 +57,27 @@ def test_with_no_provider_configured_it_loads_no_sdk(owner, imported):
     jobs._providers_load()
 
     assert imported == []
+
+
+def test_a_provider_loaded_once_is_not_imported_again(owner, settings, fake_providers, imported):
+    provider_use("anthropic", settings=settings, fake_providers=fake_providers)
+
+    jobs._providers_load()
+    jobs._providers_load()
+
+    assert imported == [ANTHROPIC]
+
+
+async def test_a_turns_first_import_of_its_sdk_runs_off_the_event_loop(monkeypatch):
+    threads: list[threading.Thread] = []
+    monkeypatch.setattr(
+        catalog, "importlib", types.SimpleNamespace(import_module=lambda _: threads.append(threading.current_thread()))
+    )
+    monkeypatch.setattr(catalog, "_loaded", set())
+
+    first = await catalog.adapter_loaded("anthropic")
+    again = await catalog.adapter_loaded("anthropic")
+
+    assert len(threads) == 1
+    assert threads[0] is not threading.current_thread()
+    assert type(first).__name__ == type(again).__name__ == "AnthropicAdapter"

@@ -35,7 +35,7 @@ from conversations.errors import LeaseLost
 from conversations.model_settings import TurnModel, turn_model_snapshot
 from conversations.models import BrowserTaskStatus
 from conversations.providers.base import ModelRequest, StreamEvent, ToolCall
-from conversations.providers.catalog import adapter_for
+from conversations.providers.catalog import adapter_loaded
 from conversations.providers.errors import ProviderError
 from flarebot.core.database import db
 from tools.browser_tasks.kept import kept_sessions
@@ -234,7 +234,7 @@ class TaskRun(Acting):
         return await self.act(calls[0], observation, authorization)
 
     async def decide(self, model: TurnModel, request: ModelRequest) -> list[ToolCall]:
-        adapter = adapter_for(model.provider)
+        adapter = await adapter_loaded(model.provider)
         for attempt in range(MODEL_ATTEMPTS):
             try:
                 return await self._consume(adapter.stream(request, model=model.model, key=model.key))
