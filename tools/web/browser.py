@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
+import importlib
 import logging
 import os
 import threading
@@ -161,7 +162,10 @@ class BrowserPool:
 
     async def browser(self) -> Browser:
         """Return the warm browser, starting it (and Playwright) when needed."""
-        from playwright.async_api import async_playwright  # loads on first use, in a worker only
+        # Playwright loads on first use, in a worker only, on a thread: not on the loop
+        # that streams every answer.
+        await asyncio.to_thread(importlib.import_module, "playwright.async_api")
+        from playwright.async_api import async_playwright
 
         async with self._starting:
             if self._browser is not None and self._browser.is_connected():

@@ -18,6 +18,7 @@ whose answer supplied the list (no list and no citation is the failure `no_sourc
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -75,13 +76,16 @@ def _key_problem(missing: KeyMissing) -> str:
 
 async def web_search(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
     """Search the web once and return the cited sources and a labelled summary."""
-    import openai  # the SDK loads on first use: web and beat never need it
-
-    from tools.web.bounded_transport import BoundedTransport, ResponseTooLarge
-
     key = await context.provider_key("openai")
     if not isinstance(key, Secret):
         return refusal("unavailable", _key_problem(key))
+    # The SDK loads on first use (web and beat never need it), on a thread: an import on
+    # the worker's event loop would stop every answer it streams for about a second.
+    await asyncio.to_thread(importlib.import_module, "openai")
+    import openai
+
+    from tools.web.bounded_transport import BoundedTransport, ResponseTooLarge
+
     query = data["query"]
     client = openai.AsyncOpenAI(
         api_key=key.reveal(),
