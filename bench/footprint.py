@@ -36,16 +36,11 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
-
-import httpx  # noqa: E402
-from websockets.sync.client import connect  # noqa: E402
-from websockets.typing import Origin  # noqa: E402
 
 from scripts.newcomer import (  # noqa: E402
     ANSWER,
@@ -56,6 +51,7 @@ from scripts.newcomer import (  # noqa: E402
     newcomer_env,
     sign_in,
     streamed_turn,
+    turn_events,
     wait_for,
 )
 from tests.support.fake_providers import Call, FakeProviders, Text  # noqa: E402
@@ -158,27 +154,11 @@ def page_served() -> tuple[http.server.ThreadingHTTPServer, int]:
 def tool_turn(base: str, session: str, model: FakeProviders, call: Call) -> dict[str, Any]:
     """One turn in which the model calls one tool; return the tool's last activity card."""
     model.script([call], [Text("Done.")])
-    cookie = f"__Host-flarebot-session={session}"
-    with httpx.Client(base_url=base, timeout=10, trust_env=False, headers={"Origin": base, "Cookie": cookie}) as api:
-        conversation = api.post("/api/conversations/", json={}).json()["id"]
-    url = f"{base.replace('http', 'ws', 1)}/ws/conversations/{conversation}/"
     card: dict[str, Any] = {}
-    with connect(url, origin=Origin(base), additional_headers={"Cookie": cookie}, proxy=None) as socket:
-        socket.send(json.dumps({"type": "user_message", "request_id": str(uuid.uuid4()), "text": "Use the tool."}))
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            frame = json.loads(socket.recv(timeout=max(0.1, deadline - time.monotonic())))
-            if frame["type"] == "error":
-                raise RuntimeError(f"the socket answered an error: {frame}")
-            if frame["type"] != "event":
-                continue
-            if frame["event"] == "activity.updated":
-                card = frame["data"]["activity"]
-            elif frame["event"] in {"turn.failed", "turn.cancelled"}:
-                raise RuntimeError(f"the {call.name} turn ended {frame['event']}: {frame['data']}")
-            elif frame["event"] == "turn.completed":
-                return card
-    raise RuntimeError(f"the {call.name} turn did not complete within 180 s")
+    for frame in turn_events(base, session, "Use the tool.", timeout=180):
+        if frame["event"] == "activity.updated":
+            card = frame["data"]["activity"]
+    return card
 
 
 def streams(base: str, session: str, count: int) -> None:

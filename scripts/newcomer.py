@@ -31,7 +31,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 from websockets.sync.client import connect
@@ -190,6 +192,15 @@ def sign_in(base: str) -> str:
 
 def streamed_turn(base: str, session: str) -> list[str]:
     """Send one message over the socket; return the text deltas of its answer."""
+    frames = turn_events(base, session, "Hello?", timeout=90)
+    return [frame["data"]["text"] for frame in frames if frame["event"] == "text.delta"]
+
+
+def turn_events(base: str, session: str, text: str, *, timeout: float) -> Iterator[dict[str, Any]]:
+    """Send `text` in a new conversation over the socket; yield its turn's event frames until it completes.
+
+    An error frame, a failed or cancelled turn, or no end within `timeout` s raises NewcomerFailed.
+    """
     cookie = f"__Host-flarebot-session={session}"
     with httpx.Client(base_url=base, timeout=10, trust_env=False, headers={"Origin": base, "Cookie": cookie}) as api:
         created = api.post("/api/conversations/", json={})
@@ -197,25 +208,23 @@ def streamed_turn(base: str, session: str) -> list[str]:
             raise NewcomerFailed(f"POST /api/conversations/ answered {created.status_code}: {created.text[:300]}")
         conversation = created.json()["id"]
     url = f"{base.replace('http', 'ws', 1)}/ws/conversations/{conversation}/"
-    deltas: list[str] = []
     with connect(
         url, origin=Origin(base), additional_headers={"Cookie": cookie}, proxy=None, open_timeout=10
     ) as socket:
-        socket.send(json.dumps({"type": "user_message", "request_id": str(uuid.uuid4()), "text": "Hello?"}))
-        deadline = time.monotonic() + 90
+        socket.send(json.dumps({"type": "user_message", "request_id": str(uuid.uuid4()), "text": text}))
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             frame = json.loads(socket.recv(timeout=max(0.1, deadline - time.monotonic())))
             if frame["type"] == "error":
                 raise NewcomerFailed(f"the socket answered an error: {frame}")
             if frame["type"] != "event":
                 continue
-            if frame["event"] == "text.delta":
-                deltas.append(frame["data"]["text"])
-            elif frame["event"] in {"turn.failed", "turn.cancelled"}:
+            if frame["event"] in {"turn.failed", "turn.cancelled"}:
                 raise NewcomerFailed(f"the turn ended {frame['event']}: {frame['data']}")
-            elif frame["event"] == "turn.completed":
-                return deltas
-    raise NewcomerFailed("the turn did not complete within 90 s")
+            yield frame
+            if frame["event"] == "turn.completed":
+                return
+    raise NewcomerFailed(f"the turn did not complete within {timeout:g} s")
 
 
 def _process_table() -> dict[int, tuple[int, int, str]]:
