@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import threading
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -58,20 +57,20 @@ PROVIDER_MODULES = {
 }
 
 
-_loaded: set[str] = set()
-_loading = threading.Lock()
+_loaded: set[str] = set()  # modules whose import has finished (sys.modules has them sooner)
 
 
 def provider_sdk_load(provider: str) -> bool:
-    """Import a provider's adapter and SDK now (blocking); True if this call imported it."""
+    """Import a provider's adapter and SDK now (blocking); False if it was loaded already.
+
+    Two threads importing at once is safe: Python's import lock makes the second wait.
+    """
     module = PROVIDER_MODULES[provider]
     if module in _loaded:
         return False
-    with _loading:
-        new = module not in _loaded
-        importlib.import_module(module)
-        _loaded.add(module)
-    return new
+    importlib.import_module(module)
+    _loaded.add(module)
+    return True
 
 
 def providers_all_loaded() -> bool:
