@@ -90,8 +90,8 @@ def _providers_keep_loaded() -> None:
 def _providers_load() -> None:
     """Import the SDKs of the providers configured now that this worker has not loaded.
 
-    Each SDK costs 1-2 s of import and 30-60 MB: a worker loads those a turn could use, on
-    this thread, so that neither its start nor a turn waits for them. A turn that comes
+    A worker holds only the SDKs a turn could use, loaded on this thread, so that neither
+    its start nor a turn waits for them. A turn that comes
     first imports its provider's on a thread of its own (`catalog.adapter_loaded`).
     """
     loaded = [provider_sdk_load(provider) for provider in sorted(set(providers_configured()))]

@@ -13,8 +13,8 @@ from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flarebot.settings")
 # Celery's Django fixup runs Django's system checks when a worker or beat starts. They
-# import every URL, view and API (DRF, drf-spectacular, the pages): about 40 MB in a
-# process that serves none of them. `make run` and Compose run them in their migrate step.
+# import every URL, view and API (DRF, drf-spectacular, the pages) into a process that
+# serves none of them. `make run` and Compose run them in their migrate step.
 os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 

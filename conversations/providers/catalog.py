@@ -49,7 +49,7 @@ def default_configuration() -> Configuration:
 
 
 # Each provider's adapter, with its SDK: imported on first use, never at the top. Only
-# workers talk to providers, and each SDK costs 1-2 s of import and 30-60 MB.
+# workers talk to providers, and a process holds only the SDKs it has used (docs/architecture.md).
 PROVIDER_MODULES = {
     "anthropic": "conversations.providers.anthropic_messages",
     "openai": "conversations.providers.openai_chat",
@@ -81,8 +81,8 @@ def providers_all_loaded() -> bool:
 async def adapter_loaded(provider: str) -> Adapter:
     """The provider's adapter; its SDK's first import runs on a thread, never on the loop.
 
-    A worker's event loop streams every turn: an import there (1-2 s of CPU) would stop
-    every other answer for as long.
+    A worker's event loop streams every turn: an import there would stop every other
+    answer for as long as it takes.
     """
     if provider in PROVIDER_MODULES and PROVIDER_MODULES[provider] not in _loaded:
         await asyncio.to_thread(provider_sdk_load, provider)

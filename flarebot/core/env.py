@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 # The embedded database, under the data dir, when DATABASE_URL is not set.
 SQLITE_FILE = "flarebot.sqlite3"
-# One worker process: its event loop streams 100 answers at the model's pace on two cores
-# (bench/stream.py), where two processes competed with web for the cores and each held
-# its own copy of Django and the SDKs (issue 30). More: FLAREBOT_WORKER_PROCESSES.
+# One worker process: its one event loop streams every turn, and each further process
+# holds its own copy of Django and the SDKs (docs/architecture.md has the figures).
+# More: FLAREBOT_WORKER_PROCESSES.
 DEFAULT_WORKER_PROCESSES = 1
 
 

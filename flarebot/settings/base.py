@@ -28,7 +28,7 @@ FLAREBOT_TRUSTED_PROXIES = CONFIG.trusted_proxies
 
 ALLOWED_HOSTS = sorted({CONFIG.origin_host, "127.0.0.1", "localhost", "[::1]"})
 
-# Not "daphne": as an app it would load daphne's server and Twisted (about 40 MB) into every
+# Not "daphne": as an app it would load daphne's server and Twisted into every
 # process, workers and beat included; the web process (`python -m flarebot.web`) loads them.
 INSTALLED_APPS = [
     "flarebot.core.apps.FlarebotAdminConfig",

@@ -80,7 +80,7 @@ async def web_search(context: ToolContext, data: dict[str, Any]) -> dict[str, An
     if not isinstance(key, Secret):
         return refusal("unavailable", _key_problem(key))
     # The SDK loads on first use (web and beat never need it), on a thread: an import on
-    # the worker's event loop would stop every answer it streams for about a second.
+    # the worker's event loop would stop every answer it streams until it finished.
     await asyncio.to_thread(importlib.import_module, "openai")
     import openai
 
