@@ -16,8 +16,10 @@ class Recorder:
         self.started = time.monotonic()
 
     async def write(self, progress: dict[str, Any]) -> None:
+        """Record when the write began (what the coalescer spaces), in the order writes end."""
+        began = time.monotonic() - self.started
         await asyncio.sleep(self.write_seconds)
-        self.writes.append((time.monotonic() - self.started, progress["done"]))
+        self.writes.append((began, progress["done"]))
 
 
 async def test_it_writes_the_first_report_at_once_and_the_latest_of_a_burst_after_the_interval():
