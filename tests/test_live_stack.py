@@ -11,6 +11,7 @@ import json
 import re
 import secrets
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from websockets.typing import Origin
 from conversations.models import Conversation, ConversationState
 from flarebot.core.models import Installation, SignInFailure
 from tests.support.live import LiveStack
+from tests.support.live_clients import OwnerClient
 from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -38,6 +40,7 @@ SESSION_COOKIE = settings.SESSION_COOKIE_NAME
 CSRF_COOKIE = settings.CSRF_COOKIE_NAME
 WAIT_SECONDS = 30.0
 HTTP_TIMEOUT = 10.0
+BURST = 40
 
 # Every cookie value the live stack issued during this run; none may reach a log.
 ISSUED_SECRETS: set[str] = set()
@@ -302,6 +305,20 @@ def test_it_checks_no_more_passwords_than_the_limit_when_forty_arrive_at_once(
 
     assert statuses == Counter({400: 5, 429: 35})
     assert SignInFailure.objects.filter(client="127.0.0.1").count() == 7 + 5
+
+
+def test_a_burst_of_requests_leaves_the_web_process_no_more_database_connections_than_before(
+    live_stack: LiveStack, live_owner: OwnerClient
+) -> None:
+    # A page opens with several requests at once; a hundred kept connections exhausted PostgreSQL.
+    before = live_stack.database_connections("web")
+    with ThreadPoolExecutor(max_workers=BURST) as pool:
+        statuses = list(pool.map(lambda _: live_owner.api("GET", "/api/conversations/").status_code, range(BURST)))
+    assert statuses == [200] * BURST
+    deadline = time.monotonic() + WAIT_SECONDS
+    while (held := live_stack.database_connections("web")) > before:
+        assert time.monotonic() < deadline, f"the web process still holds {held} connections, {before} before"
+        time.sleep(0.1)
 
 
 def test_it_closes_the_socket_with_4004_and_tears_the_conversation_down_when_deleted_over_http(

@@ -98,7 +98,8 @@ class Stack:
             process = subprocess.Popen(
                 spec.argv,
                 cwd=self.cwd,
-                env=dict(self.env),
+                # PostgreSQL lists each connection under the process that holds it.
+                env={**self.env, "PGAPPNAME": f"flarebot {spec.name}"},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

@@ -38,9 +38,11 @@ hooks.restoreDraft = (text, attachments = []) => {
 };
 // Files are uploaded to one conversation: showing another clears the composer's chips.
 const selectedBefore = hooks.selected;
+let chosenBeforeStart = false; // the owner picked a conversation or a new chat while the list loaded
 hooks.selected = (id) => {
   selectedBefore(id);
   attachmentsFollow(id);
+  chosenBeforeStart = true;
 };
 
 ui.toggle.addEventListener("click", () => {
@@ -106,13 +108,20 @@ async function start() {
     setTimeout(start, 3000);
     return;
   }
-  const wanted = requestedId();
-  const chosen = conversations.find((c) => c.id === wanted) || conversations[0];
-  if (wanted && !conversations.some((c) => c.id === wanted)) notify("That conversation no longer exists.");
-  select(chosen ? chosen.id : null, { push: false });
+  // What the owner did while the list loaded stands: a chosen conversation stays chosen and
+  // the focus stays where they put it.
+  const chosen = chosenBeforeStart ? null : openedFirst(conversations);
+  if (!chosenBeforeStart) select(chosen ? chosen.id : null, { push: false });
   composerChanged();
-  ui.input.focus();
-  if (!chosen) document.body.dataset.ready = "1";
+  if (!document.activeElement || document.activeElement === document.body) ui.input.focus();
+  if (!state.currentId) document.body.dataset.ready = "1"; // else the transcript's load says so
+}
+
+/** The conversation the address names, else the newest. */
+function openedFirst(conversations) {
+  const wanted = requestedId();
+  if (wanted && !conversations.some((c) => c.id === wanted)) notify("That conversation no longer exists.");
+  return conversations.find((c) => c.id === wanted) || conversations[0];
 }
 
 start();

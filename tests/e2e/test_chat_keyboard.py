@@ -11,9 +11,18 @@ import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Page, Route, expect
 
-from tests.e2e.chat_support import LOOKS, apply_look, clipboard, last_answer, open_conversation, paced, send
+from tests.e2e.chat_support import (
+    LOOKS,
+    apply_look,
+    clipboard,
+    last_answer,
+    open_conversation,
+    paced,
+    send,
+    sidebar_names,
+)
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live_clients import OwnerClient, message_text
 
@@ -264,7 +273,7 @@ def test_question_mark_lists_the_shortcuts_and_escape_closes_the_list(chat_page:
     page = chat_page
     page.set_viewport_size({"width": width, "height": 800})
     page.goto("/")
-    expect(page.locator("#composer-input")).to_be_visible()
+    expect(page.locator("#composer-input")).to_be_focused()  # the page's start is over: it focuses the box last
     page.locator("#transcript").focus()
 
     page.keyboard.press("?")
@@ -283,3 +292,36 @@ def test_question_mark_lists_the_shortcuts_and_escape_closes_the_list(chat_page:
     page.locator("#transcript").focus()
     page.keyboard.press("/")
     expect(page.locator("#search")).to_be_focused()
+
+
+def test_what_the_owner_does_while_the_list_loads_stands(chat_page: Page, live_owner: OwnerClient) -> None:
+    """A slow conversation list must not take back a new chat or the focus once it arrives."""
+    page = chat_page
+    live_owner.create_conversation("Earlier")
+    held: list[Route] = []
+
+    def hold_the_first(route: Route) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/api/conversations/", hold_the_first)
+    page.goto("/")
+    wait_until(page, "document.readyState === 'complete'")
+    deadline = time.monotonic() + POLL_SECONDS
+    while not held:
+        assert time.monotonic() < deadline, "the page never asked for its conversations"
+        page.wait_for_timeout(50)
+
+    page.keyboard.press("Control+Shift+O")  # New chat, before the list has come
+    page.keyboard.type("Draft")
+    page.locator("#transcript").focus()
+    held[0].continue_()
+
+    expect(sidebar_names(page)).to_have_text(["Earlier"])
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    expect(page.locator("#transcript")).to_be_focused()
+    expect(page.locator("#conversation-list [aria-current]")).to_have_count(0)  # still the new chat
+    expect(page.locator("#composer-input")).to_have_value("Draft")
+    assert page.url.endswith("/")

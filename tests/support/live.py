@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from dataclasses import dataclass
@@ -54,6 +55,25 @@ class LiveStack:
             return httpx.get(f"{self.base_url}/status/", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
+
+    def database_connections(self, name: str) -> int:
+        """How many connections to this run's database one process holds open now."""
+        if connection.vendor == "postgresql":  # each process names itself (PGAPPNAME, flarebot.core.stack)
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND application_name = %s",
+                    [f"flarebot {name}"],
+                )
+                return int(cursor.fetchone()[0])
+        # SQLite: the open descriptors of the database file, one per connection.
+        database = Path(connection.settings_dict["NAME"]).resolve()
+        descriptors = Path(f"/proc/{self.stack.processes[name].pid}/fd")
+        targets = []
+        for descriptor in descriptors.iterdir():
+            with contextlib.suppress(OSError):  # closed while we looked
+                targets.append(Path(os.readlink(descriptor)))
+        return targets.count(database)
 
     def logs(self) -> str:
         return "\n".join(self.stack.log_text(name) for name in ("web", "worker", "beat"))
