@@ -15,6 +15,10 @@ at beat's start. Should one vanish while beat runs (deleted in the admin, a rest
 backup), the next reload of the schedule writes it again: without them a dead worker's
 turn would never be requeued. That is a warning; on beat's first load (a fresh database)
 writing them is the normal start, and is not one.
+
+A database error while the schedule is read or a fixed job written (the server restarting,
+the tables emptied between a job's schedule row and its own) keeps the schedule beat has
+and reads it again at the next tick, where django-celery-beat would let it end beat.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.db import DatabaseError
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
@@ -42,6 +47,7 @@ class TaskDatabaseScheduler(DatabaseScheduler):
 
     Entry = TaskEntry
     _loaded = False  # whether a schedule was loaded before in this process
+    _read_failed = False  # the last read of the schedule failed: read it again
 
     def schedule_changed(self) -> bool:
         """Whether to reload; also when the change marker comes back after a look that found none.
@@ -53,9 +59,24 @@ class TaskDatabaseScheduler(DatabaseScheduler):
         """
         before = self._last_timestamp
         changed: bool = super().schedule_changed()
-        return changed or (before is None and self._last_timestamp is not None)
+        return changed or self._read_failed or (before is None and self._last_timestamp is not None)
 
     def all_as_schedule(self) -> dict[str, Any]:
+        try:
+            schedule = self._schedule_read()
+        except DatabaseError:
+            if not self._read_failed:
+                logger.warning(
+                    "beat could not read its schedule; it keeps the one it had and tries again", exc_info=True
+                )
+            self._read_failed = True
+            return self._schedule if self._schedule is not None else {}
+        if self._read_failed:
+            logger.info("beat read its schedule again")
+        self._read_failed = False
+        return schedule
+
+    def _schedule_read(self) -> dict[str, Any]:
         schedule: dict[str, Any] = super().all_as_schedule()
         fixed: dict[str, dict[str, Any]] = self.app.conf.beat_schedule or {}
         present = set(PeriodicTask.objects.filter(name__in=list(fixed)).values_list("name", flat=True))

@@ -106,6 +106,23 @@ ui.transcript.addEventListener("scroll", () => {
   scroll.stick = nearBottom();
   showToBottom();
 });
+
+const UPWARD_KEYS = new Set(["ArrowUp", "PageUp", "Home"]);
+
+/**
+ * Call `stop` as soon as the owner starts scrolling `element` up (the wheel, or a key while
+ * it has the focus), before the scroll event: following the end in between would cancel
+ * their scroll.
+ */
+export function upwardIntent(element, stop) {
+  const wheel = (event) => {
+    event.stopPropagation(); // an inner block's wheel is its own; a scroll it passes on says so
+    if (event.deltaY < 0) stop();
+  };
+  element.addEventListener("wheel", wheel, { passive: true });
+  element.addEventListener("keydown", (event) => event.target === element && UPWARD_KEYS.has(event.key) && stop());
+}
+upwardIntent(ui.transcript, () => (scroll.stick = false));
 ui.toBottom.addEventListener("click", () => {
   scroll.stick = true;
   scrollToBottom();

@@ -2,7 +2,7 @@
 // transcript's tool part joined by tool_call_id, so new tools need no page changes.
 // Everything shown is text: labels, summaries and pretty JSON go into text nodes only.
 
-import { SOURCE_TOOLS } from "./chat-shell.js";
+import { SOURCE_TOOLS, upwardIntent } from "./chat-shell.js";
 import { button, el } from "./dom.js";
 
 const STATUS_TEXT = {
@@ -243,6 +243,9 @@ export class ToolCard {
       pre.addEventListener("scroll", () => {
         this.liveFollow = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
       });
+      // Scrolling up says so before the first scroll event: a line arriving in between
+      // would otherwise put the block back at its end and cancel the scroll.
+      upwardIntent(pre, () => (this.liveFollow = false));
       this.liveEl = pre;
     }
     return this.liveEl;

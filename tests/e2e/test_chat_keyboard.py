@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 WIDTHS = [pytest.param(1280, id="1280px"), pytest.param(375, id="375px")]
 POLL_SECONDS = 10.0
+TURN_MS = 20_000  # a whole turn (an edit: its post, the transcript again, the answer) on a loaded machine
 BOTTOM = (
     "(() => { const t = document.getElementById('transcript');"
     " return t.scrollHeight - t.scrollTop - t.clientHeight < 2; })()"
@@ -179,7 +180,7 @@ def test_the_daily_features_work_by_keyboard_alone(
     expect(composer).to_be_focused()
     page.keyboard.type("Show me code.")
     page.keyboard.press("Enter")
-    expect(last_answer(page).locator(".code-block .code-lang")).to_have_text("js")
+    expect(last_answer(page).locator(".code-block .code-lang")).to_have_text("js", timeout=TURN_MS)
     expect(page.locator("#stop")).to_be_hidden()
 
     # Back from the composer: the answer's actions, then its code block's Copy.
@@ -206,7 +207,7 @@ def test_the_daily_features_work_by_keyboard_alone(
     page.keyboard.press("End")
     page.keyboard.type(" Shorter.")
     page.keyboard.press("Enter")
-    expect(last_answer(page)).to_have_text("Edited answer.")
+    expect(last_answer(page)).to_have_text("Edited answer.", timeout=TURN_MS)
     # The edit is a second version of the message, not a second message.
     expect(page.locator("#transcript .msg.user")).to_have_text(["Show me code. Shorter."])
     expect(page.get_by_role("group", name="Versions of this message")).to_contain_text("2/2")

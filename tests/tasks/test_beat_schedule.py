@@ -87,3 +87,37 @@ def test_a_change_after_the_marker_was_gone_and_came_back_is_reloaded() -> None:
 
     assert scheduler.schedule_changed() is True
     assert scheduler.schedule_changed() is False
+
+
+# Beat commits and closes connections as it reads: a transaction of the test's own would break.
+@pytest.mark.django_db(transaction=True)
+def test_a_database_error_while_beat_reads_its_schedule_keeps_beat_running_and_it_reads_again(
+    caplog, monkeypatch
+) -> None:
+    from django.db import IntegrityError
+    from django_celery_beat.models import PeriodicTask
+
+    from tasks.beat import TaskDatabaseScheduler, TaskEntry
+
+    scheduler = TaskDatabaseScheduler(app=app, lazy=True)
+    scheduler.setup_schedule()
+    held = scheduler.schedule
+    PeriodicTask.objects.filter(name="conversations-reconcile-turns").delete()
+
+    def refused(cls: type, *args: object, **kwargs: object) -> None:
+        # As when the tables were emptied between a job's schedule row and its own row.
+        raise IntegrityError("FOREIGN KEY constraint failed")
+
+    monkeypatch.setattr(TaskEntry, "from_entry", classmethod(refused))
+    kept = scheduler.all_as_schedule()  # django-celery-beat alone would raise, and beat would end
+
+    assert kept is held
+    assert scheduler.schedule_changed() is True  # the next tick reads it again
+    [warning] = [r for r in caplog.records if r.levelno >= logging.WARNING and "could not read" in r.getMessage()]
+    assert "FOREIGN KEY constraint failed" not in warning.getMessage()  # the detail is in the traceback
+    monkeypatch.undo()
+
+    reloaded = scheduler.all_as_schedule()
+
+    assert "conversations-reconcile-turns" in reloaded
+    assert PeriodicTask.objects.filter(name="conversations-reconcile-turns", enabled=True).exists()
