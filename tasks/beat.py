@@ -17,15 +17,18 @@ turn would never be requeued. That is a warning; on beat's first load (a fresh d
 writing them is the normal start, and is not one.
 
 A database error while the schedule is read or a fixed job written (the server restarting,
-the tables emptied between a job's schedule row and its own) keeps the schedule beat has
-and reads it again at the next tick, where django-celery-beat would let it end beat.
+the tables emptied between a job's schedule row and its own) keeps the schedule beat has,
+and a row whose schedule was deleted while it was read is left out; either way beat reads
+again at the next tick, where django-celery-beat would let it end beat.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import DatabaseError
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
@@ -47,7 +50,7 @@ class TaskDatabaseScheduler(DatabaseScheduler):
 
     Entry = TaskEntry
     _loaded = False  # whether a schedule was loaded before in this process
-    _read_failed = False  # the last read of the schedule failed: read it again
+    _read_again = False  # the last read failed or skipped a row: read again at the next tick
 
     def schedule_changed(self) -> bool:
         """Whether to reload; also when the change marker comes back after a look that found none.
@@ -59,25 +62,39 @@ class TaskDatabaseScheduler(DatabaseScheduler):
         """
         before = self._last_timestamp
         changed: bool = super().schedule_changed()
-        return changed or self._read_failed or (before is None and self._last_timestamp is not None)
+        return changed or self._read_again or (before is None and self._last_timestamp is not None)
 
     def all_as_schedule(self) -> dict[str, Any]:
+        failing = self._read_again
+        self._read_again = False
         try:
-            schedule = self._schedule_read()
-        except DatabaseError:
-            if not self._read_failed:
+            return self._schedule_read()
+        except (DatabaseError, ObjectDoesNotExist):  # a row gone while it was written
+            if not failing:
                 logger.warning(
                     "beat could not read its schedule; it keeps the one it had and tries again", exc_info=True
                 )
-            self._read_failed = True
+            self._read_again = True
             return self._schedule if self._schedule is not None else {}
-        if self._read_failed:
-            logger.info("beat read its schedule again")
-        self._read_failed = False
-        return schedule
+
+    def _entries(self) -> dict[str, Any]:
+        """django-celery-beat's read of the rows, less a row whose schedule went meanwhile.
+
+        It reads the rows, then their schedules (a second statement): a schedule deleted in
+        between (with its rows, in the admin or by emptying the tables) leaves a row with
+        none, where django-celery-beat would end beat. The next tick reads them again.
+        """
+        entries: dict[str, Any] = {}
+        for model in self.enabled_models():
+            if model.scheduler is None:
+                self._read_again = True
+                continue
+            with contextlib.suppress(ValueError):  # as django-celery-beat: a row it cannot use
+                entries[model.name] = self.Entry(model, app=self.app)
+        return entries
 
     def _schedule_read(self) -> dict[str, Any]:
-        schedule: dict[str, Any] = super().all_as_schedule()
+        schedule = self._entries()
         fixed: dict[str, dict[str, Any]] = self.app.conf.beat_schedule or {}
         present = set(PeriodicTask.objects.filter(name__in=list(fixed)).values_list("name", flat=True))
         missing = sorted(set(fixed) - present)

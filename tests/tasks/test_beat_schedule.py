@@ -121,3 +121,32 @@ def test_a_database_error_while_beat_reads_its_schedule_keeps_beat_running_and_i
 
     assert "conversations-reconcile-turns" in reloaded
     assert PeriodicTask.objects.filter(name="conversations-reconcile-turns", enabled=True).exists()
+
+
+# Beat commits and closes connections as it reads: a transaction of the test's own would break.
+@pytest.mark.django_db(transaction=True)
+def test_a_row_whose_schedule_went_while_beat_read_is_left_out_and_beat_reads_again(monkeypatch) -> None:
+    from tasks.beat import TaskDatabaseScheduler
+
+    scheduler = TaskDatabaseScheduler(app=app, lazy=True)
+    scheduler.setup_schedule()
+    scheduler.schedule_changed()
+    read = scheduler.enabled_models
+
+    def schedule_deleted_in_between() -> list:
+        # The rows, then their schedules: one was deleted between the two statements.
+        models = read()
+        gone = next(m for m in models if m.name == "tools-shell-leases-sweep")
+        gone.interval = None
+        return models
+
+    monkeypatch.setattr(scheduler, "enabled_models", schedule_deleted_in_between)
+    partial = scheduler.all_as_schedule()  # django-celery-beat alone raises, and beat would end
+
+    assert "tools-shell-leases-sweep" not in partial
+    assert "conversations-reconcile-turns" in partial
+    assert scheduler.schedule_changed() is True  # the next tick reads it again
+    monkeypatch.undo()
+
+    assert "tools-shell-leases-sweep" in scheduler.all_as_schedule()
+    assert scheduler.schedule_changed() is False
