@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anthropic
@@ -18,7 +19,7 @@ from conversations.providers.base import (
     tool_output,
 )
 from conversations.providers.clients import anthropic_client
-from conversations.providers.errors import ProviderError, sdk_errors, status_of
+from conversations.providers.errors import ProviderError, provider_error_from_status, sdk_errors
 from flarebot.core.crypto import Secret
 
 LABEL = "Anthropic"
@@ -93,45 +94,53 @@ class AnthropicAdapter:
             ]
             if not request.may_call_tools:
                 kwargs["tool_choice"] = {"type": "none"}
-        with sdk_errors(anthropic, LABEL):
-            stream = await client.messages.create(**kwargs)
-        try:
-            async for event in self._events(stream):
+        async with AsyncExitStack() as stack:
+            with sdk_errors(anthropic, LABEL):
+                # The raw response: its events are read as JSON below, not as the SDK's
+                # typed events (a pydantic model per delta cost a streaming turn more CPU
+                # than anything but the network).
+                answer = await stack.enter_async_context(client.messages.with_streaming_response.create(**kwargs))
+            async for event in _events(anthropic.AsyncStream.raw_events(answer.http_response)):
                 yield event
-        finally:
-            await stream.close()
-
-    async def _events(self, stream: Any) -> AsyncIterator[StreamEvent]:
-        tool_blocks: dict[int, dict[str, str]] = {}
-        stop_reason, input_tokens, output_tokens = "end_turn", 0, 0
-        with sdk_errors(anthropic, LABEL, answering=True, status_of_error=_stream_status):
-            async for event in stream:
-                kind = event.type
-                if kind == "message_start":
-                    input_tokens = event.message.usage.input_tokens or 0
-                elif kind == "content_block_start" and event.content_block.type == "tool_use":
-                    block = event.content_block
-                    tool_blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
-                elif kind == "content_block_delta":
-                    delta = event.delta
-                    if delta.type == "text_delta" and delta.text:
-                        yield TextDelta(delta.text)
-                    elif delta.type == "input_json_delta" and event.index in tool_blocks:
-                        tool_blocks[event.index]["json"] += delta.partial_json
-                elif kind == "content_block_stop" and event.index in tool_blocks:
-                    block = tool_blocks.pop(event.index)
-                    yield ToolCall(block["id"], block["name"], _tool_input(block["json"]))
-                elif kind == "message_delta":
-                    stop_reason = event.delta.stop_reason or stop_reason
-                    output_tokens = event.usage.output_tokens or output_tokens
-        yield StepFinished(stop_reason, input_tokens, output_tokens)
 
 
-def _stream_status(error: Any) -> int | None:
-    """Anthropic reports errors inside a stream (HTTP 200) by type: map the type to its status."""
-    body = getattr(error, "body", None)
-    error_type = body.get("error", {}).get("type") if isinstance(body, dict) else None
-    return _STREAM_ERROR_STATUS.get(error_type or "") or status_of(error)
+async def _events(sse: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
+    """The Messages API's stream events, as the engine's events (the SDK's `AsyncStream` rules)."""
+    tool_blocks: dict[int, dict[str, str]] = {}
+    stop_reason, input_tokens, output_tokens = "end_turn", 0, 0
+    with sdk_errors(anthropic, LABEL, answering=True):
+        async for message in sse:
+            kind = message.event
+            if kind is None or kind == "ping" or not message.data:
+                continue
+            event = json.loads(message.data)
+            if kind == "error":
+                raise _stream_error(event)
+            if kind == "message_start":
+                input_tokens = event["message"]["usage"].get("input_tokens") or 0
+            elif kind == "content_block_start" and event["content_block"]["type"] == "tool_use":
+                block = event["content_block"]
+                tool_blocks[event["index"]] = {"id": block["id"], "name": block["name"], "json": ""}
+            elif kind == "content_block_delta":
+                delta = event["delta"]
+                if delta["type"] == "text_delta" and delta["text"]:
+                    yield TextDelta(delta["text"])
+                elif delta["type"] == "input_json_delta" and event["index"] in tool_blocks:
+                    tool_blocks[event["index"]]["json"] += delta["partial_json"]
+            elif kind == "content_block_stop" and event["index"] in tool_blocks:
+                block = tool_blocks.pop(event["index"])
+                yield ToolCall(block["id"], block["name"], _tool_input(block["json"]))
+            elif kind == "message_delta":
+                stop_reason = event["delta"].get("stop_reason") or stop_reason
+                output_tokens = (event.get("usage") or {}).get("output_tokens") or output_tokens
+    yield StepFinished(stop_reason, input_tokens, output_tokens)
+
+
+def _stream_error(body: Any) -> ProviderError:
+    """An error Anthropic sent inside the stream (HTTP 200), by its type."""
+    error = body.get("error") if isinstance(body, dict) else None
+    error_type = error.get("type") if isinstance(error, dict) else None
+    return provider_error_from_status(LABEL, _STREAM_ERROR_STATUS.get(error_type or ""))
 
 
 def _tool_input(raw: str) -> dict[str, Any]:

@@ -152,5 +152,5 @@ def sdk_errors(
         raise connection_failure(label, error, answering=answering) from None
     except sdk.APIError:
         raise provider_error_from_status(label, None, keyed=keyed) from None
-    except (ValueError, KeyError, AttributeError):
+    except (ValueError, KeyError, AttributeError, TypeError):
         raise malformed_stream(label) from None

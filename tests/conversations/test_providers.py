@@ -29,7 +29,7 @@ from conversations.providers.catalog import adapter_for
 from conversations.providers.errors import ProviderError, connection_failure
 from conversations.providers.openai_chat import ChatCompletionsAdapter
 from flarebot.core.crypto import Secret
-from tests.support.fake_providers import Call, Drop, FakeProviders, HttpError, StreamError, Text
+from tests.support.fake_providers import Call, Drop, FakeProviders, HttpError, Raw, StreamError, Text
 from tests.support.resources import free_port
 from tests.support.tls_server import untrusted_tls_server
 
@@ -524,6 +524,43 @@ async def test_it_maps_anthropic_errors_inside_the_stream(fake_providers, error_
     error, _ = await failure(fake_providers, "anthropic")
 
     assert error.code == code
+
+
+async def test_it_passes_over_pings_and_events_it_does_not_know_in_an_anthropic_stream(fake_providers):
+    fake_providers.script(
+        [
+            Text("Hel"),
+            Raw('event: ping\ndata: {"type": "ping"}\n\n'),
+            Raw('event: thinking_summary\ndata: {"type": "thinking_summary", "text": "hidden"}\n\n'),
+            Raw(": a comment line\n\n"),
+            Text("lo"),
+        ]
+    )
+
+    events = await run(fake_providers, "anthropic", ask())
+
+    assert events == [TextDelta("Hel"), TextDelta("lo"), StepFinished("end_turn", 12, 20)]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_de',
+        'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0}',
+        "event: content_block_delta\ndata: [1, 2]",
+        'event: message_start\ndata: {"type": "message_start", "message": "secret-detail-5521"}',
+    ],
+    ids=["cut-off JSON", "no delta", "not an object", "message not an object"],
+)
+async def test_it_reports_an_anthropic_stream_it_cannot_read_safely(fake_providers, event):
+    fake_providers.script([Text("Partial "), Raw(event + "\n\n")])
+
+    error, events = await failure(fake_providers, "anthropic")
+
+    assert events == [TextDelta("Partial ")]
+    assert error.code == "provider_malformed"
+    assert error.message == "Anthropic sent a response Flarebot could not read."
+    assert_safe(error, "secret-detail-5521")
 
 
 @pytest.mark.parametrize("provider", ["openai", "local"])

@@ -51,6 +51,13 @@ class StreamError:
 
 
 @dataclass
+class Raw:
+    """Server-sent event text sent as it is (for a malformed stream)."""
+
+    text: str
+
+
+@dataclass
 class Stall:
     seconds: float
 
@@ -60,7 +67,7 @@ class Drop:
     """Close the connection in the middle of the stream."""
 
 
-Step = Text | Call | HttpError | StreamError | Stall | Drop
+Step = Text | Call | HttpError | StreamError | Raw | Stall | Drop
 
 
 @dataclass
@@ -233,6 +240,8 @@ class FakeProviders:
                     await _send(writer, sse.error(step.error_type))
                     await _end_chunks(writer)
                     return True
+                elif isinstance(step, Raw):
+                    await _send(writer, step.text)
                 elif isinstance(step, Stall):
                     await asyncio.sleep(step.seconds)
                 elif isinstance(step, Drop):
