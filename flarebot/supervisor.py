@@ -10,6 +10,9 @@ yet? what did this run's workers find missing?) is answered once, at the start, 
 short-lived helper (`manage.py runstack --report`) that loads Django while the processes
 start, prints the warnings and the address once every process is ready, and exits.
 
+A process that was ready and then exits is started again after a growing pause
+(`flarebot.core.restarts`); one that keeps crashing, or never became ready, stops them all.
+
 The screen stays quiet: one line per process as it becomes ready, the warnings that
 matter, and the address to open last. Every process's own output goes to its log under
 the data dir; FLAREBOT_LOG_LEVEL=info or debug shows it on the screen too.
@@ -27,10 +30,12 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from flarebot.core.broker import EMBEDDED_MARK, BrokerUnavailable, broker_plan, url_for_display, wait_for_redis
 from flarebot.core.env import BASE_DIR, ConfigurationError, FlarebotConfig, load_config
+from flarebot.core.restarts import Restarts
 from flarebot.core.stack import ProcessSpec, Stack, process_specs
 from flarebot.core.stack import _die_with_parent as die_with_parent
 
@@ -113,17 +118,36 @@ class Supervisor:
         waiting.pop(BROKER, None)
         deadline = time.monotonic() + READY_TIMEOUT
         reported = False
+        ever_ready: set[str] = set()
+        restarts = Restarts()
+        again_at: dict[str, float] = {}  # crashed processes, and when to start each again
         while not self.stopping:
-            dead = stack.exited()
+            dead = stack.exited(ignoring=again_at)
             if dead is not None:
-                say(f"{dead} exited; stopping the others. Its log: {self.log_dir / (dead + '.log')}", sys.stderr)
-                break
+                delay = restarts.crashed(dead, time.monotonic()) if dead in ever_ready else None
+                if delay is None:
+                    say(self._stopping_because(stack, dead, restarts), sys.stderr)
+                    break
+                again_at[dead] = time.monotonic() + delay
+                waiting.pop(dead, None)
+                code = stack.processes[dead].returncode
+                say(
+                    f"{dead} exited (code {code}); starting it again in {delay:g} s. Its log: {self._log(dead)}",
+                    sys.stderr,
+                )
+            for name, at in list(again_at.items()):
+                if time.monotonic() >= at:
+                    del again_at[name]
+                    since = len(stack.log_text(name))
+                    stack.restart(name)  # reaps what its group left, then starts it
+                    waiting[name] = readiness(stack, name, since, self.config)
             if report.poll() not in (None, 0):
                 say("The start report failed (its error is above); stopping everything.", sys.stderr)
                 break
             for name, ready in list(waiting.items()):
                 if ready():
                     del waiting[name]
+                    ever_ready.add(name)
                     say(f"{name:<7} ready")
             if not waiting and not reported:
                 reported = True
@@ -136,6 +160,19 @@ class Supervisor:
             return 0
         say("A Flarebot process stopped unexpectedly.", sys.stderr)
         return 1
+
+    def _stopping_because(self, stack: Stack, dead: str, restarts: Restarts) -> str:
+        code = stack.processes[dead].returncode
+        if restarts.count(dead) == 0:  # it never was ready: its start failed, and would again
+            return f"{dead} exited (code {code}); stopping the others. Its log: {self._log(dead)}"
+        minutes = restarts.window / 60
+        return (
+            f"{dead} exited {restarts.count(dead)} times in {minutes:g} minutes (code {code} last); stopping the "
+            f"others. Its log: {self._log(dead)}"
+        )
+
+    def _log(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
 
 
 def say(line: str, stream: Any = None) -> None:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -121,9 +121,11 @@ class Stack:
                     self.echo.write(f"{name:>6} | {line.decode('utf-8', 'replace')}")
                     self.echo.flush()
 
-    def exited(self) -> str | None:
-        """Return the name of a process that has exited, if any has."""
-        return next((name for name, proc in self.processes.items() if proc.poll() is not None), None)
+    def exited(self, ignoring: Collection[str] = ()) -> str | None:
+        """Return the name of a process that has exited, if any has (other than those ignored)."""
+        return next(
+            (name for name, proc in self.processes.items() if name not in ignoring and proc.poll() is not None), None
+        )
 
     def signal(self, name: str, signum: int) -> None:
         """Send a signal to one process's whole group."""

@@ -232,3 +232,39 @@ def test_it_stops_with_a_clear_message_when_the_redis_url_set_answers_not(tmp_pa
     assert "hunter2" not in said
     assert not (tmp_path / "data" / "redis").exists()
     assert not (tmp_path / "data" / "valkey").exists()
+
+
+def _times_ready(seen: list[str], name: str) -> int:
+    return sum(line.split()[:2] == [name, "ready"] for line in seen)
+
+
+def _worker_pids(supervisor: int) -> set[int]:
+    return {c for c in _children_of(supervisor) if " flarebot worker " in f" {_command_of(c)} "}
+
+
+def test_it_starts_a_crashed_worker_again_and_keeps_serving(tmp_path):
+    port = free_port()
+    process = _runstack(tmp_path, os.environ["REDIS_URL"], port)
+    seen: list[str] = []
+    reader = threading.Thread(target=lambda: seen.extend(iter(process.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        assert _wait(lambda: any(line.startswith("Open http") for line in seen), 90), "".join(seen)
+        [worker] = _worker_pids(process.pid)
+        assert _times_ready(seen, "worker") == 1
+
+        os.kill(worker, signal.SIGKILL)
+
+        assert _wait(lambda: any("worker exited (code -9); starting it again in 1 s" in line for line in seen), 10)
+        assert _wait(lambda: _times_ready(seen, "worker") == 2, 60), "".join(seen)
+        [again] = _worker_pids(process.pid)
+        assert again != worker
+        assert process.poll() is None
+        assert _status_ok(port)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0
+    assert "stopping the others" not in "".join(seen)
