@@ -308,8 +308,7 @@ def test_what_the_owner_does_while_the_list_loads_stands(chat_page: Page, live_o
             held.append(route)
 
     page.route("**/api/conversations/", hold_the_first)
-    page.goto("/")
-    wait_until(page, "document.readyState === 'complete'")
+    page.goto("/")  # waits for the load event; the list is asked for by then or soon after
     deadline = time.monotonic() + POLL_SECONDS
     while not held:
         assert time.monotonic() < deadline, "the page never asked for its conversations"
