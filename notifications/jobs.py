@@ -6,13 +6,13 @@ import uuid
 
 from celery import shared_task
 
-from notifications import services
+from notifications import delivery
 
 
 @shared_task(name="notifications.jobs.destination_deliver")
 def destination_deliver(destination_id: str) -> None:
     """Send what is due to one destination; come back when a failed send is to be retried."""
-    retry_at = services.destination_deliver(destination_id=uuid.UUID(destination_id))
+    retry_at = delivery.destination_deliver(destination_id=uuid.UUID(destination_id))
     if retry_at is not None:
         destination_deliver.apply_async(args=(destination_id,), eta=retry_at)
 
@@ -20,5 +20,5 @@ def destination_deliver(destination_id: str) -> None:
 @shared_task(name="notifications.jobs.notifications_sweep")
 def notifications_sweep() -> None:
     """Beat's sweep: stale claims, coalesced and held deliveries whose time came, retries a lost job left."""
-    for destination_id in services.notifications_sweep():
-        services.destination_deliver(destination_id=destination_id)
+    for destination_id in delivery.notifications_sweep():
+        delivery.destination_deliver(destination_id=destination_id)

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 from conversations.services import conversation_create
 from flarebot.core.crypto import seal
 from flarebot.core.models import Installation
-from notifications import services
+from notifications import delivery, services
 from notifications.models import Destination
 from tasks import services as task_services
 from tasks.models import Task
@@ -88,9 +88,9 @@ def test_owner_adds_tests_tunes_and_deletes_a_destination(
         monkeypatch.setattr(services, "_enqueue", lambda *args, **kwargs: None)
         question_opens(conversation_create(name="Bank"))
         now = timezone.now()
-        for n in range(services.MAX_ATTEMPTS):
-            services.destination_deliver(destination_id=uuid.UUID(destination["id"]), now=now + timedelta(hours=n))
-        assert len(refusing.received) == services.MAX_ATTEMPTS
+        for n in range(delivery.MAX_ATTEMPTS):
+            delivery.destination_deliver(destination_id=uuid.UUID(destination["id"]), now=now + timedelta(hours=n))
+        assert len(refusing.received) == delivery.MAX_ATTEMPTS
 
     page.reload()
     expect(page.locator("body")).to_have_attribute("data-ready", "1")

@@ -15,8 +15,8 @@ from django.utils import timezone
 from conversations.browser_tasks.services import browser_task_propose
 from conversations.models import Event
 from conversations.turns import turn_submit
+from notifications import delivery, services
 from notifications import jobs as notifications_jobs
-from notifications import services
 from notifications.models import Delivery, DeliveryStatus, Notification
 from settings_ui.selectors import attention_items
 from tasks.models import RunStatus
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.django_db
 
 
 def deliver(destination, *, after: timedelta = timedelta(0)):
-    return services.destination_deliver(destination_id=destination.id, now=timezone.now() + after)
+    return delivery.destination_deliver(destination_id=destination.id, now=timezone.now() + after)
 
 
 def test_it_sends_a_failed_run_to_a_json_webhook(task, json_receiver):
@@ -137,16 +137,16 @@ def test_a_failing_destination_gets_the_retries_then_the_failure_shows_in_settin
     run_ends(task)
 
     now = timezone.now()
-    for _ in range(services.MAX_ATTEMPTS + 2):
-        services.destination_deliver(destination_id=destination.id, now=now)
+    for _ in range(delivery.MAX_ATTEMPTS + 2):
+        delivery.destination_deliver(destination_id=destination.id, now=now)
         now += timedelta(hours=1)
 
-    assert len(json_receiver.received) == services.MAX_ATTEMPTS
+    assert len(json_receiver.received) == delivery.MAX_ATTEMPTS
     [failure] = owner_client.get(SETTINGS).json()["failures"]
     assert failure["destination_label"] == "Webhook"
     assert failure["kind"] == "run_failed"
     assert failure["title"] == "A task run failed"
-    assert failure["attempts"] == services.MAX_ATTEMPTS
+    assert failure["attempts"] == delivery.MAX_ATTEMPTS
     assert failure["error"].startswith("The destination did not accept the message")
     assert SECRET not in str(failure)
 
@@ -158,10 +158,10 @@ def test_a_retry_waits_for_its_backoff(task, json_receiver):
 
     retry_at = deliver(destination)
     assert retry_at is not None
-    services.destination_deliver(destination_id=destination.id, now=retry_at - timedelta(seconds=1))
+    delivery.destination_deliver(destination_id=destination.id, now=retry_at - timedelta(seconds=1))
     assert len(json_receiver.received) == 1
     json_receiver.status = 200
-    services.destination_deliver(destination_id=destination.id, now=retry_at)
+    delivery.destination_deliver(destination_id=destination.id, now=retry_at)
     assert len(json_receiver.received) == 2
     assert Delivery.objects.get().status == DeliveryStatus.SENT
 
@@ -174,10 +174,10 @@ def test_a_restart_mid_retry_sends_nothing_twice(task, json_receiver):
     json_receiver.status = 200
 
     # After a restart the broker delivers the retry's job again and the sweep finds it too.
-    services.destination_deliver(destination_id=destination.id, now=retry_at)
-    services.destination_deliver(destination_id=destination.id, now=retry_at)
-    for destination_id in services.notifications_sweep(now=retry_at + timedelta(minutes=10)):
-        services.destination_deliver(destination_id=destination_id, now=retry_at + timedelta(minutes=10))
+    delivery.destination_deliver(destination_id=destination.id, now=retry_at)
+    delivery.destination_deliver(destination_id=destination.id, now=retry_at)
+    for destination_id in delivery.notifications_sweep(now=retry_at + timedelta(minutes=10)):
+        delivery.destination_deliver(destination_id=destination_id, now=retry_at + timedelta(minutes=10))
 
     assert len(json_receiver.payloads()) == 2  # the refused try, then the one that arrived
     assert json_receiver.payloads()[0] == json_receiver.payloads()[1]
@@ -187,16 +187,16 @@ def test_a_worker_that_stopped_while_sending_leaves_it_failed_not_sent_again(tas
     destination = add(json_url(json_receiver))
     run_ends(task)
     now = timezone.now()
-    services._claim(Delivery.objects.all(), now)  # the worker stops here
+    delivery._claim(Delivery.objects.all(), now)  # the worker stops here
 
-    due = services.notifications_sweep(now=now + services.STALE_CLAIM + timedelta(seconds=1))
+    due = delivery.notifications_sweep(now=now + delivery.STALE_CLAIM + timedelta(seconds=1))
     for destination_id in due:
-        services.destination_deliver(destination_id=destination_id, now=now + timedelta(minutes=5))
+        delivery.destination_deliver(destination_id=destination_id, now=now + timedelta(minutes=5))
     deliver(destination, after=timedelta(minutes=10))
 
     assert json_receiver.received == []
     [failure] = owner_client.get(SETTINGS).json()["failures"]
-    assert failure["error"] == services.STALE_MESSAGE
+    assert failure["error"] == delivery.STALE_MESSAGE
 
 
 def test_sixty_runs_in_a_minute_give_one_message_per_destination(task, json_receiver, ntfy_receiver):
@@ -218,14 +218,14 @@ def test_a_burst_after_a_message_waits_for_the_minute_and_goes_as_one(task, json
     destination = add(json_url(json_receiver))
     run_ends(task)
     start = timezone.now()
-    services.destination_deliver(destination_id=destination.id, now=start)
+    delivery.destination_deliver(destination_id=destination.id, now=start)
     for _ in range(59):
         run_ends(task)
 
-    services.destination_deliver(destination_id=destination.id, now=start + timedelta(seconds=59))
+    delivery.destination_deliver(destination_id=destination.id, now=start + timedelta(seconds=59))
     assert len(json_receiver.payloads()) == 1
-    for destination_id in services.notifications_sweep(now=start + timedelta(seconds=60)):
-        services.destination_deliver(destination_id=destination_id, now=start + timedelta(seconds=60))
+    for destination_id in delivery.notifications_sweep(now=start + timedelta(seconds=60)):
+        delivery.destination_deliver(destination_id=destination_id, now=start + timedelta(seconds=60))
 
     first, second = json_receiver.payloads()
     assert first["title"] == "A task run failed"
@@ -327,7 +327,7 @@ def test_two_workers_at_once_send_a_delivery_once(task, json_receiver):
 
     def worker() -> None:
         try:
-            services.destination_deliver(destination_id=destination.id, now=now)
+            delivery.destination_deliver(destination_id=destination.id, now=now)
         finally:
             connection.close()
 
@@ -358,11 +358,11 @@ def test_a_message_still_on_its_way_starts_the_minute(task, json_receiver):
     destination = add(json_url(json_receiver))
     run_ends(task)
     now = timezone.now()
-    services._claim(Delivery.objects.all(), now)  # another worker is sending it right now
+    delivery._claim(Delivery.objects.all(), now)  # another worker is sending it right now
     run_ends(task)
 
-    services.destination_deliver(destination_id=destination.id, now=now + timedelta(seconds=10))
+    delivery.destination_deliver(destination_id=destination.id, now=now + timedelta(seconds=10))
 
     assert json_receiver.received == []
     waiting = Delivery.objects.get(status=DeliveryStatus.PENDING)
-    assert waiting.due_at == now + services.COALESCE
+    assert waiting.due_at == now + delivery.COALESCE
