@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -10,7 +11,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
@@ -81,14 +84,27 @@ def _runstack(tmp_path: Path, redis_url: str, port: int) -> subprocess.Popen[str
     )
 
 
-def test_it_runs_every_process_and_stops_them_all_on_ctrl_c(tmp_path):
-    port = free_port()
+@contextlib.contextmanager
+def _running(tmp_path: Path, port: int) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """`runstack` started and past its address line: the process and the lines it printed so far."""
     process = _runstack(tmp_path, os.environ["REDIS_URL"], port)
     seen: list[str] = []
-    reader = threading.Thread(target=lambda: seen.extend(iter(process.stdout.readline, "")), daemon=True)
+    assert process.stdout is not None
+    stdout: IO[str] = process.stdout
+    reader = threading.Thread(target=lambda: seen.extend(iter(stdout.readline, "")), daemon=True)
     reader.start()
     try:
         assert _wait(lambda: any(line.startswith("Open http") for line in seen), 90), "".join(seen)
+        yield process, seen
+    finally:
+        if process.poll() is None:
+            process.kill()
+        reader.join(timeout=5)
+
+
+def test_it_runs_every_process_and_stops_them_all_on_ctrl_c(tmp_path):
+    port = free_port()
+    with _running(tmp_path, port) as (process, seen):
         assert _status_ok(port)
         # The helper that printed the setup link and the address is gone: only the stack stays.
         assert _wait(lambda: not [c for c in _children_of(process.pid) if "--report" in _command_of(c)], 30)
@@ -96,10 +112,6 @@ def test_it_runs_every_process_and_stops_them_all_on_ctrl_c(tmp_path):
         assert len(children) >= 3  # web, worker, beat (and the worker's own threads' processes)
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
-        reader.join(timeout=5)
-    finally:
-        if process.poll() is None:
-            process.kill()
     output = "".join(seen)
     assert process.returncode == 0
     lines = output.splitlines()
@@ -124,14 +136,9 @@ def _cookie(response: httpx.Response, name: str) -> str:
 
 def test_it_prints_a_one_time_setup_link_that_creates_the_owner_in_the_browser(tmp_path):
     port = free_port()
-    process = _runstack(tmp_path, os.environ["REDIS_URL"], port)
-    seen: list[str] = []
-    reader = threading.Thread(target=lambda: seen.extend(iter(process.stdout.readline, "")), daemon=True)
-    reader.start()
     base = f"http://127.0.0.1:{port}"
     token_file = tmp_path / "data" / "setup_token"
-    try:
-        assert _wait(lambda: any(line.startswith("Open http") for line in seen), 90), "".join(seen)
+    with _running(tmp_path, port) as (process, seen):
         links = [line.strip() for line in seen if "/setup/?token=" in line]
         assert len(links) == 1, "".join(seen)
         assert links[0].startswith(f"{base}/setup/?token=")
@@ -159,9 +166,6 @@ def test_it_prints_a_one_time_setup_link_that_creates_the_owner_in_the_browser(t
         assert not token_file.exists()
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
     # The token was on the screen and in its file, nowhere else: no log holds it.
     written = [path for path in (tmp_path / "data").rglob("*") if path.is_file()]
     assert any(path.suffix == ".log" for path in written)
@@ -169,19 +173,10 @@ def test_it_prints_a_one_time_setup_link_that_creates_the_owner_in_the_browser(t
 
 
 def test_it_forgets_the_setup_link_when_it_stops(tmp_path):
-    port = free_port()
-    process = _runstack(tmp_path, os.environ["REDIS_URL"], port)
-    seen: list[str] = []
-    reader = threading.Thread(target=lambda: seen.extend(iter(process.stdout.readline, "")), daemon=True)
-    reader.start()
-    try:
-        assert _wait(lambda: any(line.startswith("Open http") for line in seen), 90), "".join(seen)
+    with _running(tmp_path, free_port()) as (process, _):
         assert (tmp_path / "data" / "setup_token").exists()
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
 
     assert not (tmp_path / "data" / "setup_token").exists()
 
@@ -244,12 +239,7 @@ def _worker_pids(supervisor: int) -> set[int]:
 
 def test_it_starts_a_crashed_worker_again_and_keeps_serving(tmp_path):
     port = free_port()
-    process = _runstack(tmp_path, os.environ["REDIS_URL"], port)
-    seen: list[str] = []
-    reader = threading.Thread(target=lambda: seen.extend(iter(process.stdout.readline, "")), daemon=True)
-    reader.start()
-    try:
-        assert _wait(lambda: any(line.startswith("Open http") for line in seen), 90), "".join(seen)
+    with _running(tmp_path, port) as (process, seen):
         [worker] = _worker_pids(process.pid)
         assert _times_ready(seen, "worker") == 1
 
@@ -263,8 +253,5 @@ def test_it_starts_a_crashed_worker_again_and_keeps_serving(tmp_path):
         assert _status_ok(port)
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert process.returncode == 0
     assert "stopping the others" not in "".join(seen)
