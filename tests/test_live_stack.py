@@ -391,10 +391,18 @@ def test_it_runs_beat_with_the_deletion_sweep_on_its_database_schedule(
     assert "DatabaseScheduler" in live_stack.log_since("beat", since)
 
     # Make the sweep due now, as if beat had been down for a while: beat sends it and the
-    # worker finishes a deletion nobody else would.
+    # worker finishes a deletion nobody else would. Only once beat ticks: while it starts it
+    # writes its fixed jobs' rows again (django-celery-beat reads each row, then saves it
+    # whole), which would undo a change made in between.
+    wait_until(
+        live_stack,
+        lambda: re.search(r"beat: Starting.*Sending due task", live_stack.log_since("beat", since), re.S) is not None,
+        "beat to tick",
+    )
     interrupted = Conversation.objects.create(
         name="Interrupted", state=ConversationState.DELETING, deletion_requested_at=timezone.now()
     )
+    sweep = PeriodicTask.objects.get(name="conversations-finish-deletions")
     sweep.last_run_at = timezone.now() - timedelta(days=1)
     sweep.save()
 
