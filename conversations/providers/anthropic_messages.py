@@ -97,8 +97,8 @@ class AnthropicAdapter:
         async with AsyncExitStack() as stack:
             with sdk_errors(anthropic, LABEL):
                 # The raw response: its events are read as JSON below, not as the SDK's
-                # typed events (a pydantic model per delta cost a streaming turn more CPU
-                # than anything but the network).
+                # typed events (a pydantic model per delta, built on the engine loop that
+                # every stream of the worker shares).
                 answer = await stack.enter_async_context(client.messages.with_streaming_response.create(**kwargs))
             async for event in _events(anthropic.AsyncStream.raw_events(answer.http_response)):
                 yield event

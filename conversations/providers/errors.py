@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
@@ -137,7 +137,6 @@ def sdk_errors(
     *,
     keyed: bool = True,
     answering: bool = False,
-    status_of_error: Callable[[Any], int | None] = status_of,
 ) -> Iterator[None]:
     """Turn an official SDK's exceptions (`anthropic` or `openai`) into safe ProviderErrors.
 
@@ -147,7 +146,7 @@ def sdk_errors(
     try:
         yield
     except sdk.APIStatusError as error:
-        raise provider_error_from_status(label, status_of_error(error), keyed=keyed) from None
+        raise provider_error_from_status(label, status_of(error), keyed=keyed) from None
     except (sdk.APIConnectionError, httpx2.HTTPError) as error:
         raise connection_failure(label, error, answering=answering) from None
     except sdk.APIError:
