@@ -126,7 +126,7 @@ class Supervisor:
             if dead is not None:
                 delay = restarts.crashed(dead, time.monotonic()) if dead in ever_ready else None
                 if delay is None:
-                    say(self._stopping_because(stack, dead, restarts), sys.stderr)
+                    say(self._stopping_because(stack, dead, restarts, was_ready=dead in ever_ready), sys.stderr)
                     break
                 again_at[dead] = time.monotonic() + delay
                 waiting.pop(dead, None)
@@ -161,9 +161,9 @@ class Supervisor:
         say("A Flarebot process stopped unexpectedly.", sys.stderr)
         return 1
 
-    def _stopping_because(self, stack: Stack, dead: str, restarts: Restarts) -> str:
+    def _stopping_because(self, stack: Stack, dead: str, restarts: Restarts, *, was_ready: bool) -> str:
         code = stack.processes[dead].returncode
-        if restarts.count(dead) == 0:  # it never was ready: its start failed, and would again
+        if not was_ready:  # its start failed, and would again
             return f"{dead} exited (code {code}); stopping the others. Its log: {self._log(dead)}"
         minutes = restarts.window / 60
         return (
