@@ -15,6 +15,7 @@ import threading
 import uuid
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
@@ -24,6 +25,7 @@ from conversations.cancel_bus import CancelListener
 from conversations.doorbell import DoorbellListener
 from conversations.engine.batcher import write_batcher_install
 from conversations.engine.runner import run_turn
+from conversations.providers.clients import clients_close
 from flarebot.core.database import connect_database_threads
 
 if TYPE_CHECKING:
@@ -79,6 +81,8 @@ class EngineRuntime:
             drained.result(timeout)
         except TimeoutError:
             drained.cancel()  # their leases expire and reconciliation retries them
+        with suppress(TimeoutError):
+            asyncio.run_coroutine_threadsafe(clients_close(), self.loop).result(5)
         if self.stream_store is not None:
             asyncio.run_coroutine_threadsafe(self.stream_store.close(), self.loop).result(5)
 

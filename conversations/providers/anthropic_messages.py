@@ -80,7 +80,6 @@ class AnthropicAdapter:
     async def stream(self, request: ModelRequest, *, model: str, key: Secret | None) -> AsyncIterator[StreamEvent]:
         if key is None:
             raise ProviderError("provider_key_missing", "Add an Anthropic API key in Settings to use this model.")
-        client = anthropic_client(self.base_url, key)
         kwargs: dict[str, Any] = {
             "model": model,
             "max_tokens": request.max_tokens,
@@ -95,6 +94,7 @@ class AnthropicAdapter:
             if not request.may_call_tools:
                 kwargs["tool_choice"] = {"type": "none"}
         async with AsyncExitStack() as stack:
+            client = await stack.enter_async_context(anthropic_client(self.base_url, key))
             with sdk_errors(anthropic, LABEL):
                 # The raw response: its events are read as JSON below, not as the SDK's
                 # typed events (a pydantic model per delta, built on the engine loop that

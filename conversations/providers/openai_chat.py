@@ -81,7 +81,6 @@ class ChatCompletionsAdapter:
     async def stream(self, request: ModelRequest, *, model: str, key: Secret | None) -> AsyncIterator[StreamEvent]:
         if self.needs_key and key is None:
             raise ProviderError("provider_key_missing", f"Add an {self.label} API key in Settings to use this model.")
-        client = openai_client(self.base_url, key if self.needs_key else None)
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": chat_messages(request),
@@ -99,13 +98,14 @@ class ChatCompletionsAdapter:
             ]
             if not request.may_call_tools:
                 kwargs["tool_choice"] = "none"
-        with sdk_errors(openai, self.label, keyed=self.needs_key):
-            stream = await client.chat.completions.create(**kwargs)
-        try:
-            async for event in self._events(stream):
-                yield event
-        finally:
-            await stream.close()
+        async with openai_client(self.base_url, key if self.needs_key else None) as client:
+            with sdk_errors(openai, self.label, keyed=self.needs_key):
+                stream = await client.chat.completions.create(**kwargs)
+            try:
+                async for event in self._events(stream):
+                    yield event
+            finally:
+                await stream.close()
 
     async def _events(self, stream: Any) -> AsyncIterator[StreamEvent]:
         calls: dict[int, dict[str, str]] = {}

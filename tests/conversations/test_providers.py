@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import json
@@ -14,6 +15,7 @@ import anthropic as anthropic_sdk
 import httpx2
 import pytest
 
+from conversations.providers import clients
 from conversations.providers.anthropic_messages import AnthropicAdapter
 from conversations.providers.base import (
     INTERRUPTED_OUTPUT,
@@ -681,3 +683,57 @@ async def test_it_recovers_after_a_failure(fake_providers):
     assert error.code == "provider_unavailable"
     assert events[0] == TextDelta("Back again.")
     assert len(fake_providers.requests) == 2
+
+
+# --- the clients' lifetime --------------------------------------------------------------
+
+
+async def test_a_client_pushed_out_of_the_cache_mid_stream_is_closed_when_its_stream_ends(fake_providers):
+    fake_providers.script([Text("Still "), Text("streaming.", delay=0.3)])
+    key = Secret(ANTHROPIC_KEY)
+    adapter = anthropic(fake_providers)
+    stream = adapter.stream(ask(), model="claude-sonnet-5-5", key=key)
+    first = await anext(stream)  # the request is under way on the key's client
+    async with clients.anthropic_client(fake_providers.anthropic_url, key) as streaming:
+        pass
+    # Sixteen other keys' streams push the streaming client out of the cache.
+    others = []
+    for n in range(clients._MAX_CLIENTS):
+        async with clients.anthropic_client(fake_providers.anthropic_url, Secret(f"sk-ant-other-{n}")) as other:
+            others.append(other)
+    await asyncio.sleep(0.05)
+
+    assert not streaming.is_closed()  # its stream goes on
+    rest = [event async for event in stream]
+    await asyncio.sleep(0.05)
+
+    assert [first, *rest[:1]] == [TextDelta("Still "), TextDelta("streaming.")]
+    assert streaming.is_closed()
+    assert not any(other.is_closed() for other in others)  # the sixteen cached ones stay open
+    await clients.clients_close()
+    assert all(other.is_closed() for other in others)
+
+
+async def test_a_client_pushed_out_of_the_cache_while_unused_is_closed_at_once(fake_providers):
+    async with clients.openai_client(fake_providers.openai_url, Secret(OPENAI_KEY)) as oldest:
+        pass
+    for n in range(clients._MAX_CLIENTS):
+        async with clients.openai_client(fake_providers.openai_url, Secret(f"sk-proj-other-{n}")):
+            pass
+    await asyncio.sleep(0.05)
+
+    assert oldest.is_closed()
+    await clients.clients_close()
+
+
+async def test_a_key_reuses_its_client_while_another_key_gets_its_own(fake_providers):
+    async with clients.openai_client(fake_providers.openai_url, Secret(OPENAI_KEY)) as first:
+        pass
+    async with clients.openai_client(fake_providers.openai_url, Secret(OPENAI_KEY)) as again:
+        pass
+    async with clients.openai_client(fake_providers.openai_url, Secret("sk-proj-replaced")) as replaced:
+        pass
+
+    assert again is first
+    assert replaced is not first
+    await clients.clients_close()

@@ -12,7 +12,6 @@ import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,8 +23,8 @@ from conversations.engine.runner import run_turn
 from conversations.eventlog import events_append
 from conversations.model_settings import model_configuration_set, provider_key_set
 from conversations.models import Event, Message, MessageRole, Turn
-from conversations.providers import clients
 from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
+from conversations.providers.clients import clients_close
 from conversations.services import conversation_create
 from conversations.turns import turn_submit
 from tests.support.fake_providers import FakeProviders
@@ -143,10 +142,7 @@ async def engine_cleanup(cancels: CancelListener) -> None:
     must not outlive it.
     """
     await cancels.close()
-    cached: dict[Any, Any] = clients._clients.pop(asyncio.get_running_loop(), {})
-    for client in cached.values():
-        with suppress(Exception):
-            await client.close()
+    await clients_close()
 
 
 @dataclass(frozen=True)
