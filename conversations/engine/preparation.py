@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,6 +25,8 @@ from memory.selectors import memory_prompt_block
 from tools.activity import activities_interrupt
 from tools.registry import Effect, tool_get
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass
 class Prepared:
@@ -37,25 +41,78 @@ class Prepared:
     rerun: list[ToolCall]  # `read` calls a crash cut off, to run again before the next step
 
 
-def attempt_start(turn_id: uuid.UUID) -> tuple[Claim, Prepared] | None:
-    """Claim a turn and prepare its first attempt in one transaction (the hot path).
+Started = tuple[Claim, Prepared]
+
+
+def attempt_start(turn_id: uuid.UUID) -> Started | None:
+    """Claim a turn and prepare its attempt in one transaction (the hot path).
 
     The memory facts for the latest message are read once that transaction ended (so
     the selection never holds the turn's row), in the same call: one trip to a database
     thread before the model is asked.
     """
     with transaction.atomic():
-        model = turn_model_snapshot()
-        claim = turn_claim(turn_id=turn_id, provider=model.provider, model=model.model)
-        if claim is None:
-            return None
-        # The claim holds the turn's row lock and found no cancel request.
-        first = claim.attempt == 1
-        prepared = _prepare(claim, model=model, first_attempt=first, steps=claim.steps, cancel=False)
+        claimed = _claim_and_prepare(turn_id, turn_model_snapshot())
+    return None if claimed is None else _completed(*claimed)
+
+
+def attempts_start(turn_ids: Sequence[uuid.UUID]) -> list[Started | Exception | None]:
+    """`attempt_start` for turns that rang together, in one transaction: each turn's outcome, in order.
+
+    A burst's starts then cost one settings read and one commit in all, not one of each
+    per turn. The memory facts and attachments are read after the commit, per turn, as
+    `attempt_start` reads them. Optimistic, like the streamed writes' batches: when any
+    start fails, the whole transaction is rolled back and each turn is started alone, so
+    that a turn's failure is its own (its exception is its outcome). A turn listed twice
+    is started once; its second place gets None, as a second claim would.
+    """
+    if len(turn_ids) == 1:
+        return [_outcome(attempt_start, turn_ids[0])]
+    try:
+        with transaction.atomic():
+            model = turn_model_snapshot()
+            # Rows are locked in one order in every batch, so two batches never wait on each other.
+            claimed = {turn_id: _claim_and_prepare(turn_id, model) for turn_id in sorted(set(turn_ids))}
+    except Exception:
+        logger.warning("a batch of %d turn starts failed; starting each alone", len(turn_ids), exc_info=True)
+        claimed = None
+    outcomes: list[Started | Exception | None] = []
+    seen: set[uuid.UUID] = set()
+    for turn_id in turn_ids:
+        if turn_id in seen:
+            outcomes.append(None)
+        elif claimed is None:
+            outcomes.append(_outcome(attempt_start, turn_id))
+        else:
+            started = claimed[turn_id]
+            outcomes.append(None if started is None else _outcome(_completed, *started))
+        seen.add(turn_id)
+    return outcomes
+
+
+def _claim_and_prepare(turn_id: uuid.UUID, model: TurnModel) -> Started | None:
+    """Inside the caller's transaction: claim the turn, then read what its attempt starts from."""
+    claim = turn_claim(turn_id=turn_id, provider=model.provider, model=model.model)
+    if claim is None:
+        return None
+    # The claim holds the turn's row lock and found no cancel request.
+    first = claim.attempt == 1
+    return claim, _prepare(claim, model=model, first_attempt=first, steps=claim.steps, cancel=False)
+
+
+def _completed(claim: Claim, prepared: Prepared) -> Started:
+    """After the commit: the memory facts and the attachments' content (neither holds the turn's row)."""
     return claim, _with_attachments(claim, _with_memory(prepared))
 
 
-def attempt_restart(claim: Claim) -> tuple[Claim, Prepared] | None:
+def _outcome(start: Callable[..., Started | None], *args: Any) -> Started | Exception | None:
+    try:
+        return start(*args)
+    except Exception as error:  # the caller waiting for this turn raises it
+        return error
+
+
+def attempt_restart(claim: Claim) -> Started | None:
     """Start and prepare the next attempt of a turn whose attempt stalled; None when it may not."""
     model = turn_model_snapshot()
     with transaction.atomic():

@@ -20,7 +20,8 @@ from typing import Any
 from django.conf import settings
 
 from conversations.cancel_bus import CancelListener
-from conversations.engine.preparation import Prepared, attempt_restart, attempt_start
+from conversations.engine.preparation import Prepared, attempt_restart
+from conversations.engine.starts import start_batcher
 from conversations.engine.tool_calls import TurnTools, rerun_tool_calls, run_tool_calls
 from conversations.engine.writer import TranscriptWriter
 from conversations.errors import LeaseLost
@@ -57,7 +58,7 @@ STALLED_MESSAGE = "The model stopped responding. Try again in a moment."
 
 async def run_turn(turn_id: uuid.UUID, *, cancels: CancelListener) -> None:
     """Claim a turn and run it to the end, unless another attempt owns it or it must wait."""
-    started = await db(attempt_start)(turn_id)
+    started = await start_batcher().start(turn_id)
     if started is None:
         return
     claim, prepared = started
