@@ -35,7 +35,7 @@ from typing import Any
 
 from flarebot.core.broker import EMBEDDED_MARK, BrokerUnavailable, broker_plan, url_for_display, wait_for_redis
 from flarebot.core.env import BASE_DIR, ConfigurationError, FlarebotConfig, load_config
-from flarebot.core.restarts import Restarts
+from flarebot.core.restarts import ReadyDeadlines, Restarts
 from flarebot.core.stack import ProcessSpec, Stack, process_specs
 from flarebot.core.stack import _die_with_parent as die_with_parent
 
@@ -116,7 +116,9 @@ class Supervisor:
     def _watch(self, stack: Stack, report: subprocess.Popen[bytes], started: float, offsets: dict[str, int]) -> int:
         waiting = {s.name: readiness(stack, s.name, offsets[s.name], self.config) for s in stack.specs}
         waiting.pop(BROKER, None)
-        deadline = time.monotonic() + READY_TIMEOUT
+        deadlines = ReadyDeadlines(READY_TIMEOUT)
+        for name in waiting:
+            deadlines.starting(name, time.monotonic())
         reported = False
         ever_ready: set[str] = set()
         restarts = Restarts()
@@ -130,6 +132,7 @@ class Supervisor:
                     break
                 again_at[dead] = time.monotonic() + delay
                 waiting.pop(dead, None)
+                deadlines.ended(dead)
                 code = stack.processes[dead].returncode
                 say(
                     f"{dead} exited (code {code}); starting it again in {delay:g} s. Its log: {self._log(dead)}",
@@ -141,20 +144,22 @@ class Supervisor:
                     since = len(stack.log_text(name))
                     stack.restart(name)  # reaps what its group left, then starts it
                     waiting[name] = readiness(stack, name, since, self.config)
+                    deadlines.starting(name, time.monotonic())
             if report.poll() not in (None, 0):
                 say("The start report failed (its error is above); stopping everything.", sys.stderr)
                 break
             for name, ready in list(waiting.items()):
                 if ready():
                     del waiting[name]
+                    deadlines.ended(name)
                     ever_ready.add(name)
                     say(f"{name:<7} ready")
             if not waiting and not reported:
                 reported = True
                 _report_go(report, started)
-            if waiting and time.monotonic() > deadline:
-                say(f"Still not ready after {READY_TIMEOUT:g} s: {', '.join(sorted(waiting))}. Logs: {self.log_dir}")
-                deadline = float("inf")
+            late = deadlines.late(time.monotonic())
+            if late:
+                say(f"Still not ready after {READY_TIMEOUT:g} s: {', '.join(late)}. Logs: {self.log_dir}")
             time.sleep(0.1)
         if self.stopping:
             return 0

@@ -5,7 +5,8 @@ library that called exit) is started again after a pause that doubles with each 
 in the last RESTART_WINDOW_SECONDS; one that crashes more often than that stops the
 whole stack, so that a real fault is seen rather than hidden by a restart loop. A process
 that exits before it was ever ready is a fault of the start (configuration, a missing
-dependency) and stops the stack at once.
+dependency) and stops the stack at once. A process that hangs before it is ready, at its
+first start or after a restart, is reported once its own start is older than the timeout.
 """
 
 from __future__ import annotations
@@ -34,3 +35,28 @@ class Restarts:
     def count(self, name: str) -> int:
         """Crashes of `name` within the window, as last counted."""
         return len(self._crashes.get(name, []))
+
+
+@dataclass
+class ReadyDeadlines:
+    """When each process that is starting (the first time, or again after a crash) is late.
+
+    Each process gets its own clock from its own start, and is reported late once per start.
+    """
+
+    timeout: float
+    _by: dict[str, float] = field(default_factory=dict)
+
+    def starting(self, name: str, now: float) -> None:
+        self._by[name] = now + self.timeout
+
+    def ended(self, name: str) -> None:
+        """It became ready, or exited: no longer waited for."""
+        self._by.pop(name, None)
+
+    def late(self, now: float) -> list[str]:
+        """The processes whose time ran out since the last call, in name order (each once per start)."""
+        late = sorted(name for name, by in self._by.items() if now > by)
+        for name in late:
+            self._by[name] = float("inf")
+        return late
