@@ -113,13 +113,18 @@ const UPWARD_KEYS = new Set(["ArrowUp", "PageUp", "Home"]);
  * Call `stop` as soon as the owner starts scrolling `element` up (the wheel, or a key while
  * it has the focus), before the scroll event: following the end in between would cancel
  * their scroll.
+ *
+ * With `beforeScrolling`, the browser scrolls only after `stop` ran: a passive listener
+ * lets the compositor start the wheel's scroll while the page is busy, and a line that
+ * arrives before the listener runs puts the block back at its end. For a small block that
+ * follows fast output; the transcript keeps a passive listener, so its wheel never waits.
  */
-export function upwardIntent(element, stop) {
+export function upwardIntent(element, stop, { beforeScrolling = false } = {}) {
   const wheel = (event) => {
     event.stopPropagation(); // an inner block's wheel is its own; a scroll it passes on says so
     if (event.deltaY < 0) stop();
   };
-  element.addEventListener("wheel", wheel, { passive: true });
+  element.addEventListener("wheel", wheel, { passive: !beforeScrolling });
   element.addEventListener("keydown", (event) => event.target === element && UPWARD_KEYS.has(event.key) && stop());
 }
 upwardIntent(ui.transcript, () => (scroll.stick = false));

@@ -245,7 +245,7 @@ export class ToolCard {
       });
       // Scrolling up says so before the first scroll event: a line arriving in between
       // would otherwise put the block back at its end and cancel the scroll.
-      upwardIntent(pre, () => (this.liveFollow = false));
+      upwardIntent(pre, () => (this.liveFollow = false), { beforeScrolling: true });
       this.liveEl = pre;
     }
     return this.liveEl;
