@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import io
 import logging
-import socket
-import struct
 import tarfile
 import tempfile
 import unicodedata
@@ -33,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from tools.shell.attach import STDOUT, Frames, exec_attach
 from tools.shell.engine import WORKSPACE
 
 logger = logging.getLogger(__name__)
@@ -126,29 +125,23 @@ def copy_in(api: Any, container: str, inputs: list[SandboxInput]) -> None:
 def _exec_output(api: Any, container: str, command: list[str], user: str, cap: int) -> bytes | None:
     """Run a command in the container and return its stdout, or None when it passed `cap` bytes."""
     exec_id = api.exec_create(container, command, stdout=True, stderr=False, user=user)["Id"]
-    attached = api.exec_start(exec_id, socket=True)
-    raw: socket.socket = getattr(attached, "_sock", attached)
-    raw.settimeout(READ_TIMEOUT)
-    buffer = bytearray()
+    attached = exec_attach(api, exec_id)
+    frames = Frames()
     kept = bytearray()
     try:
+        attached.sock.settimeout(READ_TIMEOUT)
+        chunk = attached.early
         while True:
-            chunk = raw.recv(65536)
+            for stream, payload in frames.feed(chunk):
+                if stream == STDOUT:
+                    kept += payload
+            if len(kept) > cap:
+                return None
+            chunk = attached.sock.recv(65536)
             if not chunk:
                 break
-            buffer += chunk
-            while len(buffer) >= 8:
-                stream, size = struct.unpack(">BxxxL", bytes(buffer[:8]))
-                if len(buffer) < 8 + size:
-                    break
-                if stream == 1:
-                    kept += buffer[8 : 8 + size]
-                del buffer[: 8 + size]
-                if len(kept) > cap:
-                    return None
     finally:
         attached.close()
-        raw.close()
     return bytes(kept)
 
 

@@ -19,18 +19,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import socket
-import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
 
+from tools.shell.attach import STDERR, STDOUT, Attached, Frames, exec_attach
 from tools.shell.engine import (
     BUILD_IMAGE,
     LABEL,
@@ -91,7 +90,6 @@ COLLECT_MARGIN = 15.0
 # output stream ends with the command and nothing writes to out/ while it is read.
 RUNNER = 'bash -c "$1"; code=$?; kill -KILL -1 2>/dev/null; exit "$code"'
 
-STDOUT, STDERR = 1, 2
 KILLED = 128 + 9  # the exit status of a process ended by SIGKILL
 # Threads of this process that talk to the engine: at most 4 calls run at once across
 # the installation, so a few more cover removals retried meanwhile.
@@ -240,29 +238,27 @@ class Sandbox:
             api.start(self.name)
             command = ["bash", "-c", RUNNER, "bash", self.command]
             self.exec_id = api.exec_create(self.name, command, user=USER, workdir=WORKSPACE)["Id"]
-            attached = api.exec_start(self.exec_id, socket=True)
-            # A unix or plain TCP engine gives a SocketIO over the socket; a TLS one the socket itself.
-            raw: socket.socket = getattr(attached, "_sock", attached)
+            attached = exec_attach(api, self.exec_id)
         except (DockerException, RequestException) as error:
             logger.warning("starting shell container %s failed: %s", self.name, str(error)[:300])
             raise EngineFailed("The Docker engine could not start the sandbox container.") from None
         self.started_at = time.monotonic()
         try:
-            self._collect(raw)
+            self._collect(attached)
         finally:
             ended_at = time.monotonic()
             attached.close()
-            raw.close()
         self.exit_code = self._exit_code()
         if self.exit_code is None and not (self.stopped or self.timed_out):
             self.stopped = True  # the container went away under us (removed from outside)
         if self.exit_code == KILLED and ended_at >= self.deadline:
             self.timed_out = True  # its own `timeout` ended it at the lifetime, just before the call did
 
-    def _collect(self, raw: socket.socket) -> None:
-        kept = {STDOUT: self.stdout, STDERR: self.stderr}
+    def _collect(self, attached: Attached) -> None:
+        frames = Frames()
+        self._keep(frames.feed(attached.early))
         killed_at: float | None = None
-        buffer = b""
+        raw = attached.sock
         raw.settimeout(POLL)
         while True:
             now = time.monotonic()
@@ -284,20 +280,20 @@ class Sandbox:
                 break
             if not chunk:
                 break
-            buffer += chunk
-            while len(buffer) >= 8:
-                stream, size = struct.unpack(">BxxxL", buffer[:8])
-                if len(buffer) < 8 + size:
-                    break
-                payload, buffer = buffer[8 : 8 + size], buffer[8 + size :]
-                room = OUTPUT_CAP - self.output_bytes
-                if len(payload) > room:
-                    self.truncated = True
-                    payload = payload[:room]
-                if payload and stream in kept:
-                    kept[stream] += payload
-                    self.combined += payload
-                    self.output_bytes += len(payload)
+            self._keep(frames.feed(chunk))
+
+    def _keep(self, frames: Iterable[tuple[int, bytes]]) -> None:
+        """Keep the frames' output, up to `OUTPUT_CAP` bytes in all."""
+        kept = {STDOUT: self.stdout, STDERR: self.stderr}
+        for stream, whole in frames:
+            room = OUTPUT_CAP - self.output_bytes
+            payload = whole[:room]
+            if len(whole) > room:
+                self.truncated = True
+            if payload and stream in kept:
+                kept[stream] += payload
+                self.combined += payload
+                self.output_bytes += len(payload)
 
     def _kill(self) -> None:
         # A container that is not running any more (it ended, or was removed) is what killing wanted.
