@@ -12,12 +12,15 @@ difference. With another layer, each message goes through its plain `group_send`
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
+
+from flarebot.core.batching import UNBOUNDED, BatchedCalls
+from flarebot.core.loops import PerLoop
 
 
 class _Pipelines:
@@ -25,35 +28,14 @@ class _Pipelines:
 
     def __init__(self, layer: Any) -> None:
         self.layer = layer
-        self.queue: list[tuple[str, dict[str, Any], asyncio.Future[None]]] = []
-        self.draining = False
+        self._calls: BatchedCalls[tuple[str, dict[str, Any]], None] = BatchedCalls(
+            self._publish, in_flight=1, batch=UNBOUNDED
+        )
 
     async def send(self, group: str, message: dict[str, Any]) -> None:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.queue.append((group, message, future))
-        if not self.draining:
-            self.draining = True
-            asyncio.get_running_loop().create_task(self._drain())
-        await future
+        await self._calls.call((group, message))
 
-    async def _drain(self) -> None:
-        try:
-            while self.queue:
-                batch, self.queue = self.queue, []
-                try:
-                    await self._publish([(group, message) for group, message, _ in batch])
-                except Exception as error:
-                    for _, _, future in batch:
-                        if not future.done():
-                            future.set_exception(error)
-                    continue
-                for _, _, future in batch:
-                    if not future.done():
-                        future.set_result(None)
-        finally:
-            self.draining = False
-
-    async def _publish(self, messages: list[tuple[str, dict[str, Any]]]) -> None:
+    async def _publish(self, messages: Sequence[tuple[str, dict[str, Any]]]) -> list[None]:
         loop_layer = self.layer._get_layer()
         by_shard: dict[Any, list[tuple[str, bytes]]] = defaultdict(list)
         for group, message in messages:
@@ -66,9 +48,10 @@ class _Pipelines:
                 for channel, payload in items:
                     pipeline.publish(channel, payload)
                 await pipeline.execute()
+        return [None] * len(messages)
 
 
-_pipelines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pipelines] = weakref.WeakKeyDictionary()
+_pipelines: PerLoop[_Pipelines] = PerLoop(lambda: _Pipelines(get_channel_layer()))
 
 
 async def group_publish(group: str, message: dict[str, Any]) -> None:
@@ -77,8 +60,8 @@ async def group_publish(group: str, message: dict[str, Any]) -> None:
     if not isinstance(layer, RedisPubSubChannelLayer):
         await layer.group_send(group, message)
         return
-    loop = asyncio.get_running_loop()
-    pipelines = _pipelines.get(loop)
-    if pipelines is None or pipelines.layer is not layer:
-        pipelines = _pipelines[loop] = _Pipelines(layer)
+    pipelines = _pipelines.get()
+    if pipelines.layer is not layer:  # the layer was replaced (a test's settings)
+        pipelines = _Pipelines(layer)
+        _pipelines.install(asyncio.get_running_loop(), pipelines)
     await pipelines.send(group, message)

@@ -9,8 +9,10 @@ SQL in `conversations.sql`. A duplicate delivery that finds a live lease leaves 
 
 from __future__ import annotations
 
+import logging
 import secrets
 import uuid
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -49,6 +51,8 @@ from flarebot.core.waiting import wait_until
 from tools.activity import activities_interrupt
 
 MAX_TEXT_UTF16 = 32_000
+logger = logging.getLogger(__name__)
+
 # A worker that dies loses its turns for at most this long (plus a reconciliation period):
 # the heartbeat renews the lease three times within it.
 LEASE = timedelta(seconds=15)
@@ -94,7 +98,8 @@ def _after_commit(conversation_id: uuid.UUID, frames: list[EventFrame], *, run: 
             enqueue_turn(run)
         events_publish_sync(conversation_id=conversation_id, frames=frames)
 
-    transaction.on_commit(announce)
+    # Robust: in a batch of ends, one announcement that fails must not cost the others theirs.
+    transaction.on_commit(announce, robust=True)
 
 
 @dataclass(frozen=True)
@@ -235,16 +240,63 @@ def _finish(turn: Turn, status: str, *, code: str = "", message: str = "") -> li
     return frames
 
 
+@dataclass(frozen=True)
+class Finish:
+    """How an attempt ends its turn (`turn_finish`'s arguments)."""
+
+    turn_id: uuid.UUID
+    lease_token: str
+    status: str
+    code: str = ""
+    message: str = ""
+
+
 def turn_finish(*, turn_id: uuid.UUID, lease_token: str, status: str, code: str = "", message: str = "") -> bool:
     """End a turn this lease owns; enqueue the conversation's next turn. Return whether it was ours."""
     with transaction.atomic():
-        owned = sql.turn_lock_owned(turn_id=turn_id, lease_token=lease_token)
-        if owned is None or owned[0] != TurnStatus.RUNNING:
-            return False
-        conversation_id = owned[1]
-        frames = _finish(Turn(id=turn_id, conversation_id=conversation_id), status, code=code, message=message)
-        next_turn = turn_next_runnable(conversation_id=conversation_id)
-        _after_commit(conversation_id, frames, run=next_turn)
+        return _finish_owned(Finish(turn_id, lease_token, status, code, message))
+
+
+def turns_finish(finishes: Sequence[Finish]) -> list[bool | Exception]:
+    """`turn_finish` for turns that ended together, in one transaction: each one's outcome, in order.
+
+    A burst's ends then cost one commit in all. Optimistic, like the batched starts: when
+    any end fails, the transaction is rolled back and each turn is ended alone, so that a
+    failure is its own turn's (its exception is its outcome). A turn listed twice is ended
+    by the first that owns it; the other gets False, as a second `turn_finish` would.
+    """
+    if len(finishes) == 1:
+        return [_finish_alone(finishes[0])]
+    outcomes: list[bool | Exception] = [False] * len(finishes)
+    try:
+        with transaction.atomic():
+            # Rows are locked in one order in every batch, so two batches never wait on each
+            # other (a stable sort: a turn listed twice is tried in the order given).
+            for i in sorted(range(len(finishes)), key=lambda i: finishes[i].turn_id):
+                outcomes[i] = _finish_owned(finishes[i])
+    except Exception:
+        logger.warning("a batch of %d turn ends failed; ending each alone", len(finishes), exc_info=True)
+        return [_finish_alone(finish) for finish in finishes]
+    return outcomes
+
+
+def _finish_alone(finish: Finish) -> bool | Exception:
+    try:
+        with transaction.atomic():
+            return _finish_owned(finish)
+    except Exception as error:
+        return error
+
+
+def _finish_owned(finish: Finish) -> bool:
+    """Inside the caller's transaction: end the turn if this lease owns it, announcing it after the commit."""
+    owned = sql.turn_lock_owned(turn_id=finish.turn_id, lease_token=finish.lease_token)
+    if owned is None or owned[0] != TurnStatus.RUNNING:
+        return False
+    conversation_id = owned[1]
+    turn = Turn(id=finish.turn_id, conversation_id=conversation_id)
+    frames = _finish(turn, finish.status, code=finish.code, message=finish.message)
+    _after_commit(conversation_id, frames, run=turn_next_runnable(conversation_id=conversation_id))
     return True
 
 

@@ -312,7 +312,9 @@ def on_turn_ended(*, turn_id: uuid.UUID, status: str, **kwargs: object) -> None:
 
 def runs_cancel_unfinished(*, task: Task) -> None:
     """Stop a locked task's own pending and running runs: their turns, and the runs not yet dispatched."""
-    for run in TaskRun.objects.select_for_update().filter(task=task, status__in=UNFINISHED_RUN_STATUSES):
+    # In turn-id order, as a batch of turn ends locks them: the two never wait on each other.
+    runs = TaskRun.objects.select_for_update().filter(task=task, status__in=UNFINISHED_RUN_STATUSES)
+    for run in runs.order_by("turn_id"):
         if run.turn_id is None:
             _discard(run, RunStatus.CANCELLED, "task_changed")
         elif not turn_cancel_one(turn_id=run.turn_id):

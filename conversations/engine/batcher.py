@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,9 @@ from conversations import sql
 from conversations.engine.writes import StreamWrite
 from conversations.eventlog import EventFrame, events_insert
 from conversations.models import Conversation
+from flarebot.core.batching import UNBOUNDED, BatchedCalls
 from flarebot.core.database import db
+from flarebot.core.loops import PerLoop
 from tools.activity import activity_store
 
 if TYPE_CHECKING:
@@ -96,49 +98,25 @@ class WriteBatcher:
     def __init__(self, executor: ThreadPoolExecutor | None = None, store: StreamStore | None = None) -> None:
         self._executor = executor
         self._store = store
-        self._queue: list[tuple[StreamWrite, asyncio.Future[list[EventFrame] | None]]] = []
-        self._draining = False
+        self._calls: BatchedCalls[StreamWrite, list[EventFrame] | None] = BatchedCalls(
+            self._write_batch, in_flight=1, batch=UNBOUNDED
+        )
 
     async def write(self, write: StreamWrite) -> list[EventFrame] | None:
-        future: asyncio.Future[list[EventFrame] | None] = asyncio.get_running_loop().create_future()
-        self._queue.append((write, future))
-        if not self._draining:
-            self._draining = True
-            asyncio.get_running_loop().create_task(self._drain())
-        return await future
+        return await self._calls.call(write)
 
-    async def _drain(self) -> None:
-        try:
-            while self._queue:
-                batch, self._queue = self._queue, []
-                writes = [write for write, _ in batch]
-                try:
-                    if self._store is not None and not any(write.activities for write in writes):
-                        results = await self._store.write_batch(writes)
-                    else:
-                        results = await db(_write_batch, executor=self._executor)(writes)
-                except Exception as error:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(error)
-                    continue
-                for (_, future), result in zip(batch, results, strict=True):
-                    if not future.done():
-                        future.set_result(result)
-        finally:
-            self._draining = False
+    async def _write_batch(self, writes: Sequence[StreamWrite]) -> list[list[EventFrame] | None]:
+        if self._store is not None and not any(write.activities for write in writes):
+            return await self._store.write_batch(list(writes))
+        return await db(_write_batch, executor=self._executor)(list(writes))
 
 
-_batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WriteBatcher] = weakref.WeakKeyDictionary()
+_batchers: PerLoop[WriteBatcher] = PerLoop(WriteBatcher)
 
 
 def write_batcher() -> WriteBatcher:
     """Return the batcher of the running event loop."""
-    loop = asyncio.get_running_loop()
-    batcher = _batchers.get(loop)
-    if batcher is None:
-        batcher = _batchers[loop] = WriteBatcher()
-    return batcher
+    return _batchers.get()
 
 
 def write_batcher_install(
@@ -151,4 +129,4 @@ def write_batcher_install(
     windows. With a `store` (PostgreSQL), windows without tool activity are written on the
     loop itself instead (`stream_store.py`).
     """
-    _batchers[loop] = WriteBatcher(executor, store)
+    _batchers.install(loop, WriteBatcher(executor, store))

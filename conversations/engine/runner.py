@@ -20,8 +20,9 @@ from typing import Any
 from django.conf import settings
 
 from conversations.cancel_bus import CancelListener
+from conversations.engine.finishes import turn_end
 from conversations.engine.preparation import Prepared, attempt_restart
-from conversations.engine.starts import start_batcher
+from conversations.engine.starts import turn_start
 from conversations.engine.tool_calls import TurnTools, rerun_tool_calls, run_tool_calls
 from conversations.engine.writer import TranscriptWriter
 from conversations.errors import LeaseLost
@@ -33,8 +34,8 @@ from conversations.providers.errors import ProviderError
 from conversations.turns import (
     LEASE_RENEW_SECONDS,
     Claim,
+    Finish,
     turn_cancel_requested,
-    turn_finish,
     turn_lease_renew,
 )
 from flarebot.core.database import db
@@ -58,7 +59,7 @@ STALLED_MESSAGE = "The model stopped responding. Try again in a moment."
 
 async def run_turn(turn_id: uuid.UUID, *, cancels: CancelListener) -> None:
     """Claim a turn and run it to the end, unless another attempt owns it or it must wait."""
-    started = await start_batcher().start(turn_id)
+    started = await turn_start(turn_id)
     if started is None:
         return
     claim, prepared = started
@@ -129,13 +130,7 @@ async def _run_claimed(
                         TurnStatus.FAILED, outcome.code or "model_stalled", outcome.message or STALLED_MESSAGE
                     )
         await announced
-        await db(turn_finish)(
-            turn_id=claim.turn_id,
-            lease_token=claim.lease_token,
-            status=outcome.status,
-            code=outcome.code,
-            message=outcome.message,
-        )
+        await turn_end(Finish(claim.turn_id, claim.lease_token, outcome.status, outcome.code, outcome.message))
         return
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flarebot.core.crypto import Secret
+from flarebot.core.loops import PerLoop
 
 if TYPE_CHECKING:
     import anthropic
@@ -38,9 +38,7 @@ class _Entry:
 
 
 # Per event loop: an SDK client's connection pool belongs to the loop that opened it.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OrderedDict[tuple[str, ...], _Entry]] = (
-    weakref.WeakKeyDictionary()
-)
+_clients: PerLoop[OrderedDict[tuple[str, ...], _Entry]] = PerLoop(OrderedDict)
 _closing: set[asyncio.Task[None]] = set()  # keeps the closes scheduled below alive until they end
 
 # Our own watchdog bounds inactivity; the SDK's timeout only bounds connecting and a
@@ -61,10 +59,7 @@ async def _held(kind: str, base_url: str, key: Secret | None, make: Callable[[],
     of them ends; one nobody holds is closed at once. (Left to the collector, its
     connection pool would close nowhere and log "Unclosed client session".)
     """
-    loop = asyncio.get_running_loop()
-    entries = _clients.get(loop)
-    if entries is None:
-        entries = _clients[loop] = OrderedDict()
+    entries = _clients.get()
     cache_key = (kind, base_url, _fingerprint(key))
     entry = entries.get(cache_key)
     if entry is None:
@@ -101,7 +96,7 @@ async def _close(client: Any) -> None:
 
 async def clients_close() -> None:
     """Close every SDK client of the running loop (its owner is shutting down)."""
-    entries = _clients.pop(asyncio.get_running_loop(), OrderedDict())
+    entries = _clients.take() or OrderedDict()
     await asyncio.gather(*(_close(entry.client) for entry in entries.values()))
 
 
