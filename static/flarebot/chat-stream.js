@@ -21,14 +21,7 @@ const OPEN_SETTLE_MS = 150;
 /** How each event kind about a turn changes the view: (view, turnId, data). */
 const EVENTS = {
   "turn.queued": (view, turnId, data) => {
-    const pending = data.request_id ? view.pending.get(data.request_id) : null;
-    let turn;
-    if (pending) {
-      view.pending.delete(data.request_id);
-      turn = view.adopt(pending.turn, turnId);
-    } else {
-      turn = view.turnFor(turnId);
-    }
+    const turn = (data.request_id && view.stored(data.request_id, turnId)) || view.turnFor(turnId);
     if (data.message) turn.setUser(data.message);
     turn.setStatus("queued");
     hooks.conversationsChanged();
@@ -120,7 +113,7 @@ export class EventStream {
         // A message sent before a drop may never have been stored: send it again; the
         // request_id makes a repeat return the same turn.
         for (const [requestId, pending] of this.pending) {
-          if (!pending.acked) this.sendFrame(this.userMessage(requestId, pending));
+          this.sendFrame(this.userMessage(requestId, pending));
         }
       }, OPEN_SETTLE_MS);
     };
@@ -210,17 +203,24 @@ export class EventStream {
   }
 
   onAck(requestId, turnId) {
-    const pending = this.pending.get(requestId);
-    if (!pending || pending.acked) return;
-    pending.acked = true;
-    pending.turnId = turnId;
-    pending.turn = this.adopt(pending.turn, turnId);
+    if (!this.stored(requestId, turnId)) return;
+    this.changed(); // an optimistic turn the snapshot already held is gone: Stop may be too
     // The message moved the conversation to the top and may have titled it (the server's rule).
     hooks.conversationsChanged();
   }
 
-  /** Give an optimistic turn its id, unless that turn already arrived through an event. */
-  adopt(turn, turnId) {
+  /**
+   * A message of this page's the server stored (its ack or its turn.queued event, whichever
+   * comes first): it stops being pending, and its optimistic turn takes the turn's id, unless
+   * that turn already arrived (an event, a snapshot). From then on the snapshots and events
+   * alone show it, on whichever branch of versions: kept pending, a later snapshot would
+   * show it again after an edit hid it. Returns the turn, or null if it was not pending.
+   */
+  stored(requestId, turnId) {
+    const pending = this.pending.get(requestId);
+    if (!pending) return null;
+    this.pending.delete(requestId);
+    const turn = pending.turn;
     const existing = this.turns.get(turnId);
     if (existing && existing !== turn) {
       turn.el.remove();
@@ -241,7 +241,7 @@ export class EventStream {
       return;
     }
     // The socket answers frames in order: an error answers the oldest unanswered message.
-    const entry = [...this.pending].find(([, p]) => p.viaSocket && !p.acked);
+    const entry = [...this.pending].find(([, p]) => p.viaSocket);
     if (entry) this.dropPending(entry[0]);
     hooks.composerError(frame.message || "That did not work.");
   }

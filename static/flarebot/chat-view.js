@@ -43,7 +43,7 @@ export class ConversationView extends EventStream {
     this.root = el("div", "transcript-view");
     this.root.dataset.conversationId = id;
     this.turns = new Map(); // turn id (or "request:<id>" before its ack) -> Turn
-    this.pending = new Map(); // request_id -> {text, turn, viaSocket, acked}
+    this.pending = new Map(); // request_id -> {text, attachments, turn, viaSocket} until stored
     this.activities = new Map(); // tool_call_id -> A
     this.tasks = new BrowserTasks({
       send: (frame) => this.sendFrame(frame),
@@ -162,13 +162,9 @@ export class ConversationView extends EventStream {
       turn.setStatus(info.status, info.error || null);
     }
     for (const turn of this.turns.values()) if (turn.status === null) turn.setStatus("completed");
-    // Messages sent before this snapshot: one the snapshot holds is shown from it; one it
-    // does not hold yet stays on screen until its turn.queued event arrives.
-    for (const [requestId, pending] of this.pending) {
-      if (pending.turnId && this.turns.has(pending.turnId)) {
-        this.pending.delete(requestId);
-        continue;
-      }
+    // Messages sent but not acknowledged yet stay on screen until their ack or turn.queued
+    // event (one the snapshot already holds shows twice until then: stored() settles it).
+    for (const pending of this.pending.values()) {
       this.turns.set(pending.turn.key, pending.turn);
       this.root.append(pending.turn.el);
     }
@@ -304,7 +300,7 @@ export class ConversationView extends EventStream {
     const turn = this.turnFor(`request:${requestId}`);
     turn.setUser({ parts: [{ type: "text", text }, ...attachments] }, { pending: true });
     turn.setStatus("queued");
-    const pending = { text, attachments, turn, viaSocket: false, acked: false, turnId: null };
+    const pending = { text, attachments, turn, viaSocket: false };
     this.pending.set(requestId, pending);
     scroll.stick = true;
     this.schedule();

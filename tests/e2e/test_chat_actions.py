@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import BrowserContext, Locator, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, Route, expect
 
 from tests.e2e.chat_support import (
     LOOKS,
@@ -41,8 +41,11 @@ def clipboard_context(context: BrowserContext) -> BrowserContext:
     return context
 
 
-def user_texts(page: Page) -> list[str]:
-    return [text.strip() for text in page.locator("#transcript .msg.user").all_inner_texts()]
+def user_messages(page: Page) -> Locator:
+    """The shown messages of the owner. Asserted with `expect`, which waits: right after a
+    switch of versions a turn may not be laid out yet (`.turn` has content-visibility: auto),
+    and a one-off read of its inner text then finds it empty."""
+    return page.locator("#transcript .msg.user")
 
 
 @pytest.mark.parametrize("look", LOOKS)
@@ -157,7 +160,7 @@ def test_regenerate_and_edit_add_versions_instead_of_turns(
     expect(last_answer(page)).to_have_text("Octopuses have three hearts.")
     expect(page.locator("#stop")).to_be_hidden()
     expect(answers(page)).to_have_count(1)
-    assert user_texts(page) == ["Tell me a fact."]
+    expect(user_messages(page)).to_have_text(["Tell me a fact."])
     expect(version_count(page, "answer")).to_have_text("2/2")
     page.get_by_role("button", name="Previous version of this answer").click()
     expect(last_answer(page)).to_have_text("Honey never spoils.")
@@ -175,7 +178,7 @@ def test_regenerate_and_edit_add_versions_instead_of_turns(
 
     expect(last_answer(page)).to_have_text("Bananas are berries.")
     expect(page.locator("#stop")).to_be_hidden()
-    assert user_texts(page) == ["Tell me a fact about fruit."]
+    expect(user_messages(page)).to_have_text(["Tell me a fact about fruit."])
     expect(version_count(page, "message")).to_have_text("2/2")
     no_sideways_scroll(page)
     screenshot(page, f"chat-versions-{look[1]}-{look[0]}")
@@ -194,7 +197,7 @@ def test_regenerate_and_edit_add_versions_instead_of_turns(
     # Back to the first message: its newest answer, and nothing after it.
     page.get_by_role("button", name="Previous version of this message").click()
     expect(page.locator("#transcript .msg.user")).to_have_count(1)
-    assert user_texts(page) == ["Tell me a fact."]
+    expect(user_messages(page)).to_have_text(["Tell me a fact."])
     expect(last_answer(page)).to_have_text("Octopuses have three hearts.")
     expect(version_count(page, "message")).to_have_text("1/2")
     expect(version_count(page, "answer")).to_have_text("2/2")
@@ -265,10 +268,58 @@ def test_retry_replaces_a_failed_answer_and_keeps_a_stopped_one_as_a_version(
 
     expect(last_answer(page)).to_have_text("Hello at last.")
     expect(page.locator("#stop")).to_be_hidden()
-    assert user_texts(page) == ["Hello?"]
+    expect(user_messages(page)).to_have_text(["Hello?"])
     expect(page.locator(".turn-note")).to_have_count(0)
     expect(version_count(page, "answer")).to_have_text("2/2")
     page.get_by_role("button", name="Previous version of this answer").click()
     expect(page.locator(".turn-note.cancelled")).to_have_text("Stopped.")
     expect(last_answer(page)).to_contain_text("word000")
     assert stored(live_owner, conversation_id)[0] == ("user", "Hello?")
+
+
+def test_an_edit_hides_a_message_that_was_stored_before_its_transcript_loaded(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    """A message sent before the page had its socket goes over HTTP; when the transcript the
+    page loads already holds it, its acknowledgement comes after. An edit must then hide it
+    like any other version, not bring it back below the new one."""
+    page = chat_page
+    fake_providers.script([Text("Honey never spoils.")], [Text("Bananas are berries.")])
+    conversation_id = live_owner.create_conversation("Facts")
+    loads: list[Route] = []
+    sends: list[Route] = []
+
+    def hold_the_first_load_and_send(route: Route) -> None:
+        held = loads if route.request.method == "GET" else sends
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(f"**/api/conversations/{conversation_id}/messages/", hold_the_first_load_and_send)
+    page.goto(f"/?c={conversation_id}")
+    while not loads:  # the transcript is on its way: no socket before it arrives
+        page.wait_for_timeout(20)
+    send(page, "Tell me a fact.")
+    while not sends:
+        page.wait_for_timeout(20)
+    stored_response = sends[0].fetch()  # the message is stored, its answer on its way ...
+    assert stored_response.status == 202
+    loads[0].continue_()  # ... and the transcript the page loads holds it: before its ack
+    expect(last_answer(page)).to_have_text("Honey never spoils.")
+    # Acknowledged twice: on the socket (a message not acknowledged yet is sent again once
+    # it is live, and its request_id returns the same turn), then by this late answer.
+    sends[0].fulfill(response=stored_response)
+    expect(page.locator("#stop")).to_be_hidden()
+    expect(user_messages(page)).to_have_text(["Tell me a fact."])
+
+    page.locator("#transcript .msg.user").hover()
+    page.get_by_role("button", name="Edit and send as a new message").locator("visible=true").click()
+    editor = page.get_by_role("textbox", name="Edit message")
+    editor.fill("Tell me a fact about fruit.")
+    editor.press("Enter")
+
+    expect(last_answer(page)).to_have_text("Bananas are berries.")
+    expect(user_messages(page)).to_have_text(["Tell me a fact about fruit."])
+    expect(answers(page)).to_have_count(1)
+    expect(version_count(page, "message")).to_have_text("2/2")

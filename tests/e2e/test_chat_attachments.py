@@ -1,14 +1,16 @@
 """Attachments on the chat page in real Chromium, at 1280 and 375 pixels: attach by the
 button, paste an image, drop files, watch the upload's progress, remove a file before
-sending, the page's limits (10 files, 20 MB a file) and the server's type check, a message of
-only files that reaches the model, the thumbnail viewer by keyboard, and a reload showing
-the same files.
+sending, the page's limits (10 files, 20 MB a file, 100 MB in all: five files of 20 MB go)
+and the server's type check, a send the server refuses giving its text and files back, a
+message of only files that reaches the model, the thumbnail viewer by keyboard, and a reload
+showing the same files.
 """
 
 from __future__ import annotations
 
 import base64
 import re
+import uuid
 from pathlib import Path
 
 import httpx
@@ -16,7 +18,8 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import FilePayload, Page, expect
 
-from attachments.limits import FILE_MAX, MESSAGE_FILES_MAX
+from attachments.limits import FILE_MAX, MESSAGE_BYTES_MAX, MESSAGE_FILES_MAX
+from attachments.models import Attachment
 from conversations.models import Message, MessageRole
 from tests.attachments.support import png
 from tests.e2e.chat_support import apply_look, no_sideways_scroll, open_conversation
@@ -305,3 +308,78 @@ def test_a_file_attached_in_a_new_chat_goes_with_its_first_message(
     assert "Call Ann." in said  # the text file went inline
     [message] = Message.objects.filter(role=MessageRole.USER)
     assert [p["name"] for p in message.parts if p["type"] == "attachment"] == ["notes.txt"]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_send_the_server_refuses_puts_its_text_and_files_back(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, width: int
+) -> None:
+    page = chat_page
+    apply_look(page, (width, "light"))
+    fake_providers.script([Text("Sent from elsewhere.")], [Text("Without the file.")])
+    conversation_id = live_owner.create_conversation("Refused")
+    open_conversation(page, conversation_id)
+    attach_by_button(page, text_file("plan.txt", b"Step one.\n"))
+    expect(chip(page, "plan.txt")).to_have_attribute("data-state", "ready")
+
+    # Another client sends the same upload first: it may not go with a second message.
+    [attachment] = Attachment.objects.filter(name="plan.txt")
+    sent = live_owner.api(
+        "POST",
+        f"/api/conversations/{conversation_id}/messages/",
+        json={"request_id": str(uuid.uuid4()), "text": "Elsewhere", "attachments": [str(attachment.id)]},
+    )
+    assert sent.status_code == 202, sent.text
+    expect(page.locator("#transcript .msg.assistant").last).to_contain_text("Sent from elsewhere.")
+
+    page.locator("#composer-input").fill("Here is my plan")
+    page.locator("#composer-input").press("Enter")
+    expect(page.locator("#composer-error")).to_have_text(
+        "attachments: not uploaded to this conversation, or sent with another message."
+    )
+    # What was typed and attached is back, and the refused message is not in the transcript.
+    expect(page.locator("#composer-input")).to_have_value("Here is my plan")
+    expect(chip(page, "plan.txt")).to_have_attribute("data-state", "ready")
+    expect(page.locator("#transcript .msg.user")).to_have_count(1)
+    no_sideways_scroll(page)
+
+    chip(page, "plan.txt").get_by_role("button", name="Remove plan.txt").click()
+    page.locator("#composer-input").press("Enter")
+    expect(page.locator("#transcript .msg.assistant").last).to_contain_text("Without the file.")
+    expect(page.locator("#transcript .msg.user")).to_have_count(2)
+    expect(page.locator("#transcript .msg.user").last.locator(".file-chip")).to_have_count(0)
+    assert Message.objects.filter(role=MessageRole.USER).count() == 2
+
+
+def test_five_files_of_20_mb_go_together_and_one_byte_more_is_refused(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, tmp_path: Path
+) -> None:
+    page = chat_page
+    apply_look(page, (1280, "light"))
+    fake_providers.script([Text("Five logs.")])
+    conversation_id = live_owner.create_conversation("Big files")
+    open_conversation(page, conversation_id)
+    paths = []
+    for i in range(MESSAGE_BYTES_MAX // FILE_MAX):
+        path = tmp_path / f"log-{i}.txt"
+        path.write_bytes(b"x" * (FILE_MAX - 1) + b"\n")  # each exactly 20 MB
+        paths.append(path)
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Attach files").click()
+    chooser.value.set_files(paths)
+    expect(chips(page).and_(page.locator('[data-state="ready"]'))).to_have_count(5, timeout=120_000)
+
+    attach_by_button(page, text_file("one-more.txt", b"\n"))  # 100 MB and one byte in all
+    expect(chip(page, "one-more.txt")).to_have_attribute("data-state", "refused")
+    expect(chip(page, "one-more.txt").get_by_role("alert")).to_have_text(
+        "Not attached: the files of a message may be at most 100 MB in all."
+    )
+
+    page.locator("#composer-input").fill("Five logs")
+    page.locator("#composer-input").press("Enter")
+    expect(page.locator("#transcript .msg.user .file-chip")).to_have_count(5)
+    expect(page.locator("#transcript .msg.assistant").last).to_contain_text("Five logs.", timeout=60_000)
+    [message] = Message.objects.filter(role=MessageRole.USER)
+    sent = Attachment.objects.filter(message=message)
+    assert sum(a.size for a in sent) == MESSAGE_BYTES_MAX
+    assert sorted(a.name for a in sent) == [f"log-{i}.txt" for i in range(5)]
