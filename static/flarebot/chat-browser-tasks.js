@@ -12,8 +12,9 @@ export const TASK_ERROR_CODES = new Set([
 
 /** The browser task cards of one conversation view. */
 export class BrowserTasks {
-  constructor({ send, startOverHttp, onChange }) {
-    this.send = send;
+  constructor({ send, sendSoon, startOverHttp, onChange }) {
+    this.send = send; // now or not at all (false): for what has another way (Start over HTTP) or is live input
+    this.sendSoon = sendSoon; // now or once the socket is live: the owner's answers and dismissals
     this.startOverHttp = startOverHttp;
     this.onChange = onChange;
     this.cards = new Map(); // proposal id -> TaskCard

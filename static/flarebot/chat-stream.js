@@ -87,6 +87,8 @@ export class EventStream {
     this.socket = null;
     this.attempt = 0;
     this.retryTimer = 0;
+    this.live = false; // the socket stayed open a moment: the server admitted it
+    this.unsent = []; // frames given to sendSoon() while the socket was not live
   }
 
   connect() {
@@ -109,12 +111,14 @@ export class EventStream {
           hooks.attentionChanged();
         }
         this.attempt = 0;
+        this.live = true;
         setConnection("live");
         // A message sent before a drop may never have been stored: send it again; the
         // request_id makes a repeat return the same turn.
         for (const [requestId, pending] of this.pending) {
           this.sendFrame(this.userMessage(requestId, pending));
         }
+        for (const frame of this.unsent.splice(0)) this.sendFrame(frame);
       }, OPEN_SETTLE_MS);
     };
     socket.onmessage = (message) => {
@@ -131,6 +135,7 @@ export class EventStream {
       clearTimeout(settling);
       if (socket !== this.socket || !this.alive) return;
       this.socket = null;
+      this.live = false;
       if (event.code === CLOSE_SESSION_EXPIRED) return toSignIn();
       if (event.code === CLOSE_NOT_FOUND) return hooks.conversationGone(this.id);
       if (event.code === CLOSE_REFUSED) {
@@ -147,6 +152,7 @@ export class EventStream {
   closeSocket() {
     const socket = this.socket;
     this.socket = null;
+    this.live = false;
     if (socket) {
       socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
       try {
@@ -188,6 +194,19 @@ export class EventStream {
       return true;
     }
     return false;
+  }
+
+  /**
+   * Send a frame now if the socket is live, or as soon as it is: a page that has just shown
+   * its transcript is still connecting, and a dropped socket is being reconnected (an open
+   * socket the server refuses at once would lose it). False only when this view is gone.
+   * For the owner's answers, which have no other way to go and may wait.
+   */
+  sendSoon(frame) {
+    if (this.live && this.sendFrame(frame)) return true;
+    if (!this.alive) return false;
+    this.unsent.push(frame);
+    return true;
   }
 
   // --- frames and events --------------------------------------------------------------

@@ -183,7 +183,7 @@ export class TaskCard {
     this.busy = true;
     this.render();
     this.tasks.lastActor = this;
-    if (!this.tasks.send({ type: "browser_task_dismiss", proposal_id: this.proposalId })) {
+    if (!this.tasks.sendSoon({ type: "browser_task_dismiss", proposal_id: this.proposalId })) {
       this.showError("Not connected; try again in a moment.");
     }
   }
@@ -196,7 +196,7 @@ export class TaskCard {
     this.tasks.lastActor = this;
     const frame = { type: "critical_point_response", critical_point_id: this.point.critical_point_id, response: text };
     if (approve !== undefined) frame.approve = approve;
-    if (!this.tasks.send(frame)) this.showError("Not connected; your answer was not sent. Try again in a moment.");
+    if (!this.tasks.sendSoon(frame)) this.showError("Not connected; your answer was not sent. Try again in a moment.");
   }
 
   consent(yes) {
@@ -205,7 +205,7 @@ export class TaskCard {
     this.setBusy(true);
     this.tasks.lastActor = this;
     const frame = { type: "email_consent_response", critical_point_id: this.point.critical_point_id, consent: yes };
-    if (!this.tasks.send(frame)) this.showError("Not connected; your answer was not sent. Try again in a moment.");
+    if (!this.tasks.sendSoon(frame)) this.showError("Not connected; your answer was not sent. Try again in a moment.");
   }
 
   input(input) {

@@ -47,6 +47,7 @@ export class ConversationView extends EventStream {
     this.activities = new Map(); // tool_call_id -> A
     this.tasks = new BrowserTasks({
       send: (frame) => this.sendFrame(frame),
+      sendSoon: (frame) => this.sendSoon(frame),
       startOverHttp: (proposalId) =>
         api(`/api/conversations/${this.id}/browser-tasks/`, {
           method: "POST",

@@ -8,11 +8,12 @@ Chromium in the worker, reaching the fixture sites of this test process).
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, FloatRect, Locator, Page, expect
+from playwright.sync_api import Browser, FloatRect, Locator, Page, WebSocketRoute, expect
 
 from conversations.models import BrowserTask, CriticalPoint, Event, Message
 from tests.e2e.chat_support import no_sideways_scroll, open_conversation, send
@@ -439,3 +440,47 @@ def test_a_correction_carries_the_restrictions_over_and_its_start_supersedes_the
     superseded_card_keeps_its_steps(cards.first)
     expect(cards.last.locator(".task-restrictions li.task-carried")).to_have_text(["At most 30 EUR. carried over"])
     expect(cards.last.locator(".task-state")).to_have_text("Completed")
+
+
+def test_an_answer_given_while_the_socket_is_away_goes_once_it_is_back(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, web: FixtureWeb
+) -> None:
+    """A page just opened from the needs-you list, or one whose socket dropped, shows the
+    question before its socket is live: Approve then waits for the socket, not fails."""
+    page = chat_page
+    away = threading.Event()
+    sockets: list[WebSocketRoute] = []
+
+    def through_unless_away(ws: WebSocketRoute) -> None:
+        if away.is_set():
+            ws.close(code=1012, reason="restarting")  # refused before it reached the server
+            return
+        server = ws.connect_to_server()
+        sockets.append(ws)
+        ws.on_close(lambda code, reason: server.close())
+
+    page.route_web_socket(re.compile(r"/ws/conversations/"), through_unless_away)
+    conversation_id = live_owner.create_conversation("Kettle")
+    open_conversation(page, conversation_id)
+    card = propose(page, fake_providers, goal="Buy one blue kettle.", start_url=web.url("/shop"), restrictions=[])
+    fake_providers.script(step("click", element=1))
+    card.get_by_role("button", name="Start").click()
+    expect(card.locator(".task-question-text")).to_contain_text("Nothing was sent", timeout=TASK_MS)
+    point = open_point_id()
+    fake_providers.script(
+        step("click", element=1, critical_point_id=point),
+        step("finish", outcome="completed", summary="The kettle is in the cart."),
+    )
+
+    away.set()
+    sockets[-1].close(code=1012, reason="restarting")  # the server restarts: the page reconnects
+    expect(page.locator("#connection")).to_have_attribute("data-state", "reconnecting")
+    card.get_by_role("button", name="Approve").click()
+    expect(card).not_to_contain_text("Not connected")
+    assert CriticalPoint.objects.get(id=point).state == "open"  # nothing went while away
+    away.clear()
+
+    expect(card.locator(".task-outcome")).to_have_text("Completed: The kettle is in the cart.", timeout=TASK_MS)
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    assert CriticalPoint.objects.get(id=point).approved is True
+    assert web.cart == ["Blue kettle"]
