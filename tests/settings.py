@@ -11,21 +11,21 @@ from __future__ import annotations
 import os
 import tempfile
 
-from tests.support.resources import claim_redis_db, free_port, new_run_id
+from tests.support.resources import claim_redis_db, listen_port, new_run_id
 
 RUN_ID = os.environ.setdefault("FLAREBOT_TEST_RUN_ID", new_run_id())
 os.environ.setdefault("FLAREBOT_DATA_DIR", tempfile.mkdtemp(prefix=f"flarebot-test-{RUN_ID}-"))
-os.environ.setdefault("FLAREBOT_PORT", str(free_port()))
+os.environ.setdefault("FLAREBOT_PORT", str(listen_port()))
 # The loopback model providers (tests/support/fake_providers.py) listen here; the live
 # stack's worker inherits these base URLs.
-_provider_port = os.environ.setdefault("FLAREBOT_TEST_PROVIDER_PORT", str(free_port()))
+_provider_port = os.environ.setdefault("FLAREBOT_TEST_PROVIDER_PORT", str(listen_port()))
 os.environ["FLAREBOT_ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{_provider_port}"
 os.environ["FLAREBOT_OPENAI_BASE_URL"] = f"http://127.0.0.1:{_provider_port}/v1"
 # The loopback fixture web server (tests/support/web_fixtures.py): the web tools reach it
 # through the operator's allowlist, the only way past the network policy; its second
 # port is deliberately not listed.
-_web_port = os.environ.setdefault("FLAREBOT_TEST_WEB_PORT", str(free_port()))
-os.environ.setdefault("FLAREBOT_TEST_WEB_OTHER_PORT", str(free_port()))
+_web_port = os.environ.setdefault("FLAREBOT_TEST_WEB_PORT", str(listen_port()))
+os.environ.setdefault("FLAREBOT_TEST_WEB_OTHER_PORT", str(listen_port()))
 os.environ["FLAREBOT_NETWORK_ALLOW"] = f"127.0.0.1:{_web_port}"
 os.environ.pop("FLAREBOT_SEARCH_MODEL", None)
 os.environ.pop("FLAREBOT_LOCAL_BASE_URL", None)

@@ -16,7 +16,15 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.support.resources import CLAIM_KEY, claim_redis_db, free_port, release_redis_db
+from tests.support.resources import (
+    CLAIM_KEY,
+    LISTEN_PORTS_FROM,
+    claim_redis_db,
+    ephemeral_ports,
+    free_port,
+    listen_port,
+    release_redis_db,
+)
 
 
 @pytest.fixture
@@ -90,3 +98,15 @@ def test_release_empties_the_database_and_frees_the_claim(server):
 
     assert redis.Redis.from_url(url).dbsize() == 0
     assert claim_redis_db(server, "run-b") == url
+
+
+def test_a_port_for_a_later_server_is_free_and_never_one_the_kernel_gives_a_client() -> None:
+    low, _ = ephemeral_ports()
+    ports = {listen_port() for _ in range(20)}
+    assert all(LISTEN_PORTS_FROM <= port < low for port in ports)
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))  # free: a server can listen on it
+    # A client's own port comes from the ephemeral range: it can never be one of these.
+    with socket.create_server(("127.0.0.1", 0)) as server, socket.create_connection(server.getsockname()) as client:
+        assert client.getsockname()[1] >= low

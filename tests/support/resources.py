@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import socket
+from pathlib import Path
 
 import redis
 
@@ -20,6 +22,42 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# Ports chosen by listen_port() are at least this and below the kernel's ephemeral range.
+LISTEN_PORTS_FROM = 10_000
+
+
+def listen_port() -> int:
+    """A free port for a server this run starts later (the live stack, the loopback fixtures).
+
+    A port from `free_port()` lies in the kernel's ephemeral range: by the time the server
+    binds it, a client socket (a connection to PostgreSQL or Redis) may have been given it
+    as its own local port, and daphne failed with "Address already in use" in CI. Below
+    that range a port is only ever taken by an explicit bind.
+    """
+    low = ephemeral_ports()[0]
+    if low <= LISTEN_PORTS_FROM:
+        return free_port()
+    pick = random.SystemRandom()
+    for _ in range(200):
+        port = pick.randrange(LISTEN_PORTS_FROM, low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port between {LISTEN_PORTS_FROM} and {low}")
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range of ports for port-0 binds and outgoing connections (Linux's default if unknown)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def claim_redis_db(base_url: str, run_id: str) -> str:
