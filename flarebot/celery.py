@@ -39,12 +39,22 @@ def _worker_name(sender: Any) -> str:
     return getattr(sender, "hostname", None) or f"worker@{socket.gethostname()}-{os.getpid()}"
 
 
+# This process's heartbeat, from its worker's start to its stop.
+_heartbeats: list[Any] = []
+
+
 @worker_ready.connect
 def _heartbeat(sender: Any = None, **kwargs: Any) -> None:
-    """Report this worker alive, with what it finds on its machine, for as long as it runs."""
-    from flarebot.core.heartbeat import worker_heartbeat_start
+    """Report this worker alive, with what it finds on its machine, for as long as it runs.
 
-    worker_heartbeat_start(_worker_name(sender))
+    The first record is made here, before Celery logs "ready.": from then on the System
+    section shows this worker, never what a stopped one of the same name had found.
+    """
+    from flarebot.core.heartbeat import WorkerHeartbeat
+
+    heartbeat = WorkerHeartbeat(_worker_name(sender))
+    _heartbeats.append(heartbeat)
+    heartbeat.start()
 
 
 @worker_shutdown.connect
@@ -56,4 +66,7 @@ def _gone(sender: Any = None, **kwargs: Any) -> None:
 
     # If the database went first, the row goes stale on its own.
     with contextlib.suppress(DatabaseError):
-        heartbeat_forget(name=_worker_name(sender))
+        if _heartbeats:
+            _heartbeats.pop().stop()
+        else:
+            heartbeat_forget(name=_worker_name(sender))

@@ -280,6 +280,7 @@ def test_it_throttles_the_real_peer_whatever_x_forwarded_for_says(live_stack: Li
     assert set(SignInFailure.objects.values_list("client", flat=True)) == {"127.0.0.1"}
 
 
+@pytest.mark.database
 def test_it_checks_no_more_passwords_than_the_limit_when_forty_arrive_at_once(
     live_stack: LiveStack, owner: Installation
 ) -> None:
@@ -307,6 +308,7 @@ def test_it_checks_no_more_passwords_than_the_limit_when_forty_arrive_at_once(
     assert SignInFailure.objects.filter(client="127.0.0.1").count() == 7 + 5
 
 
+@pytest.mark.database
 def test_a_burst_of_requests_leaves_the_web_process_no_more_database_connections_than_before(
     live_stack: LiveStack, live_owner: OwnerClient
 ) -> None:
@@ -372,6 +374,7 @@ def test_it_finishes_an_interrupted_deletion_when_the_worker_restarts(
     assert Conversation.objects.get(id=active.id).state == ConversationState.ACTIVE
 
 
+@pytest.mark.database
 def test_it_runs_beat_with_the_deletion_sweep_on_its_database_schedule(
     live_stack: LiveStack, owner: Installation
 ) -> None:

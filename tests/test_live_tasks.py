@@ -137,6 +137,7 @@ def test_a_one_off_due_while_beat_was_down_runs_once_when_it_is_back(
     assert Turn.objects.filter(conversation_id=conversation_id).count() == 1
 
 
+@pytest.mark.database
 def test_a_one_off_fires_on_time_across_a_beat_restart_and_a_duplicate_fire_runs_nothing_more(
     live_stack: LiveStack, live_owner: OwnerClient, fake_providers: FakeProviders
 ) -> None:
@@ -198,6 +199,7 @@ def test_occurrences_missed_while_beat_was_down_are_recorded_as_one_missed_run(
     live_owner.api("DELETE", f"/api/tasks/{task['id']}/?expected_version=1")
 
 
+@pytest.mark.database
 def test_run_now_runs_once_per_request_and_a_replay_returns_the_same_run(
     live_stack: LiveStack, live_owner: OwnerClient, fake_providers: FakeProviders
 ) -> None:

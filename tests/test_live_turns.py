@@ -291,6 +291,7 @@ def test_it_fails_a_turn_whose_key_is_rejected_with_a_safe_message_and_answers_t
 
 # SLOW (15-25 s, by design): a killed worker's lease must run out (15 s) and beat's
 # reconciliation (every 5 s) must find it, with nobody nudging it.
+@pytest.mark.database
 def test_it_finishes_a_turn_whose_worker_was_killed_once_beat_requeues_it(
     live_stack: LiveStack, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
 ) -> None:

@@ -14,7 +14,7 @@ from conversations import services as conversations
 from conversations.clearing import conversation_clear
 from tests.attachments.support import png, upload
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.database]
 
 
 def age(path, seconds: float) -> None:

@@ -16,7 +16,7 @@ from conversations.models import Message, MessageRole
 from conversations.turns import turn_submit
 from tests.attachments.support import png, upload
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.database]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from conversations.services import conversation_create
 from tests.attachments.support import png, upload
 from tests.conversations.test_search import finished_turn
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 def export(client, conversation_id, fmt: str):

@@ -21,7 +21,7 @@ from conversations.turns import turn_submit
 from tests.support.engine import orm
 from tools.activity import Activity
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 def claimed_write(name: str, text: str) -> StreamWrite:

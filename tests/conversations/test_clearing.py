@@ -36,7 +36,7 @@ from tests.support.engine import (
 from tests.support.fake_providers import Call, Stall, Text
 from tools.models import ToolActivity
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 async def a_conversation_with_history(cancels, fake_providers) -> uuid.UUID:

@@ -23,7 +23,7 @@ from conversations.turns import turn_submit
 from tests.support.engine import engine_cleanup, eventually
 from tests.support.fake_providers import Text
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 @pytest.fixture(autouse=True)

@@ -38,7 +38,7 @@ from tests.support.engine import (
 )
 from tests.support.fake_providers import HttpError, StreamError, Text
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 CUSTOM_INSTRUCTIONS = "You are terse.\n\tAnswer in Portuguese — sempre, mesmo quando perguntado em inglês.  "
 

@@ -38,7 +38,7 @@ from tests.support.live import database_url
 from tools.models import ToolActivity
 from tools.registry import tool_register, tool_unregister
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 INTERRUPTED = {"error": "interrupted", "message": "The tool call was interrupted; its outcome is unknown."}
 

@@ -17,7 +17,7 @@ from conversations.turns import Finish, turn_submit, turns_finish
 from tests.support.engine import assistant_text, new_conversation, run, submit, turn_get
 from tests.support.fake_providers import Text
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 def running_turns(*questions: str) -> list[Finish]:

@@ -17,6 +17,8 @@ from conversations.events import EventKind
 from conversations.models import Conversation
 from flarebot.asgi import application
 
+pytestmark = pytest.mark.database
+
 LIST = "/api/conversations/"
 
 

@@ -12,7 +12,7 @@ from conversations.services import conversation_create, conversation_delete, con
 from conversations.sql import MARK_END, MARK_START
 from conversations.turns import turn_claim, turn_finish, turn_submit
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 SEARCH = "/api/conversations/"
 

@@ -13,6 +13,8 @@ from conversations.signals import conversation_torn_down
 from flarebot.core.errors import InvalidInput, NotFound
 from tools.models import WriteProposal
 
+pytestmark = pytest.mark.database
+
 
 @pytest.fixture
 def torn_down() -> Iterator[list[uuid.UUID]]:

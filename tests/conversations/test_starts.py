@@ -15,7 +15,7 @@ from conversations.turns import turn_cancel, turn_submit
 from tests.support.engine import assistant_text, new_conversation, run, submit, turn_get
 from tests.support.fake_providers import Text
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 def queued_turns(*questions: str) -> list[uuid.UUID]:

@@ -266,6 +266,7 @@ async def test_it_titles_an_unnamed_conversation_after_its_first_message_on_the_
 # --- Names stored before titles existed -----------------------------------------------------
 
 
+@pytest.mark.database
 @pytest.mark.django_db(transaction=True)
 def test_it_marks_existing_names_as_the_owners_unless_they_are_the_default(owner_client):
     executor = MigrationExecutor(connection)

@@ -10,6 +10,8 @@ from conversations.models import Turn, TurnStatus
 from conversations.services import conversation_create
 from conversations.turns import turn_attempt_restart, turn_claim, turn_lease_renew, turn_submit
 
+pytestmark = pytest.mark.database
+
 
 def submitted_turn() -> uuid.UUID:
     conversation = conversation_create()

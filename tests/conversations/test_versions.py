@@ -32,7 +32,7 @@ from tests.conversations.test_consumers import (
 from tests.support.engine import ask, assistant_text, new_conversation, orm, run, sent
 from tests.support.fake_providers import Text
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 def url(conversation_id, what: str) -> str:

@@ -27,7 +27,7 @@ from tools.models import WriteProposal
 
 __all__ = ["_stay_on_the_machine", "dns", "web", "web_server"]
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *", "timezone": "UTC"}
 COLLECT = {

@@ -16,6 +16,8 @@ from django.test import Client
 from flarebot.core.env import BASE_DIR
 from flarebot.core.models import Installation
 
+pytestmark = pytest.mark.database
+
 PASSWORD = "correct-horse-battery-staple"
 
 

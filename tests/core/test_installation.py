@@ -11,6 +11,8 @@ from conversations.models import Conversation
 from flarebot.core.models import Installation
 from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
+pytestmark = pytest.mark.database
+
 SECRET_NAME = "Medical appointments"
 ROUTES = [
     ("GET", "/"),

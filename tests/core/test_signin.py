@@ -22,7 +22,7 @@ from flarebot.core.models import Installation, SignInFailure
 from tests.support.counting_auth import CountingBackend
 from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 CLIENT = "203.0.113.7"
 AT_ONCE = 40

@@ -16,7 +16,7 @@ from tests.support.live import LiveStack
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
-WAIT_MS = 30_000
+WAIT_MS = 60_000
 NO_DOCKER = "unix:///nonexistent/flarebot-test/docker.sock"
 
 

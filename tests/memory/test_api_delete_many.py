@@ -17,6 +17,8 @@ from memory import services
 from memory.models import Fact, FactState
 from tests.memory.test_api import FOREIGN_ORIGIN, LIST, assert_error, assert_fact, patch, stored
 
+pytestmark = pytest.mark.database
+
 DELETE_MANY = "/api/memories/delete/"
 
 

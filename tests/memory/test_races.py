@@ -19,7 +19,7 @@ from memory.errors import FactConflict, MemoryFull
 from memory.models import Fact, FactState
 from tests.support.threads import in_threads, postgres_lock_awaited
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 POSTGRESQL = connection.vendor == "postgresql"
 

@@ -16,7 +16,7 @@ from memory.models import Fact
 from memory.query import STOP_WORDS, query_tokens
 from memory.sql import fts5_match
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.database]
 
 RIVER = "The owner runs near the river in Porto every morning."
 COLOUR = "Favourite colour: blue, like the sea."

@@ -34,7 +34,7 @@ from tests.notifications.conftest import (
     run_ends,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.database]
 
 
 def deliver(destination, *, after: timedelta = timedelta(0)):

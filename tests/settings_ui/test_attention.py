@@ -32,6 +32,8 @@ from tasks import services as task_services
 from tasks.models import RunStatus, Task, TaskRun
 from tools.models import ActivityStatus, ToolActivity
 
+pytestmark = pytest.mark.database
+
 ATTENTION = "/api/attention/"
 SEEN = "/api/tasks/runs/seen/"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -9,7 +10,7 @@ from django.utils import timezone
 
 from conversations.model_settings import provider_key_set
 from flarebot.core.broker import EMBEDDED_MARK
-from flarebot.core.heartbeat import BEAT, heartbeat_forget, heartbeat_record
+from flarebot.core.heartbeat import BEAT, WorkerHeartbeat, heartbeat_forget, heartbeat_record
 from flarebot.core.models import Heartbeat
 
 pytestmark = pytest.mark.django_db
@@ -203,3 +204,30 @@ def test_the_findings_of_two_workers_are_never_mixed(owner_client):
 
     # All from worker-b, the one that looked last: not worker-a's Chromium beside worker-b's Docker.
     assert (found["chromium"]["state"], found["docker"]["state"]) == ("missing", "ok")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stopping_worker_whose_probes_were_still_running_does_not_come_back(owner_client, monkeypatch):
+    probes_may_end = threading.Event()
+    probing = threading.Event()
+
+    def slow_probes() -> dict:
+        probing.set()
+        probes_may_end.wait(30)
+        return {"chromium": {"state": "ok", "detail": "/usr/bin/chromium", "fix": None}}
+
+    monkeypatch.setattr("flarebot.core.heartbeat.probes_run", slow_probes)
+    heartbeat = WorkerHeartbeat("worker-a")
+    thread = heartbeat.start()
+    # Alive, and counted, from the moment it starts: its findings follow.
+    assert components(owner_client)["workers"]["detail"].startswith("1 process, last heartbeat")
+    assert probing.wait(30)
+
+    heartbeat.stop()  # Celery's shutdown, while the probes still run
+    probes_may_end.set()
+    thread.join(30)
+
+    assert not thread.is_alive()
+    found = components(owner_client)
+    assert found["workers"]["state"] == "missing"
+    assert found["chromium"]["state"] == "unknown"

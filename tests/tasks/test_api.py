@@ -20,7 +20,7 @@ from tasks import runs, services
 from tasks.models import RunStatus, Task, TaskRun, TaskState
 from tests.tasks.conftest import LIST, assert_error, body, create, detail, edit, runs_url, send
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 ISO_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$")
 T_FIELDS = {

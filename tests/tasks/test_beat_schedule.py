@@ -10,7 +10,7 @@ from django_celery_beat.schedulers import ModelEntry
 
 from flarebot.celery import app
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.database]
 
 # django-celery-beat reads an expiry only as `expire_seconds`: an `expires` option is
 # silently dropped, and a run nobody took in time would then wait in the queue for ever.

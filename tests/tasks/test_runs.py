@@ -22,7 +22,7 @@ from tasks import runs, services
 from tasks.models import RunStatus, Task, TaskRun, TaskState
 from tasks.selectors import task_view
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 def make(conversation, *, schedule: dict, enabled: bool = True, name: str = "Check the news") -> Task:

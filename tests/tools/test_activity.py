@@ -29,7 +29,7 @@ from tools.activity import (
 from tools.models import ToolActivity
 from tools.registry import Effect, Tool, tool_register, tool_unregister
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.database]
 
 
 def url(conversation_id: object, before: str | None = None) -> str:

@@ -16,7 +16,7 @@ from tests.support.live import database_url
 from tools.models import ToolSlot
 from tools.slots import slot_acquire, slot_release
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 def test_it_never_lets_more_calls_run_than_the_limit_across_two_processes():

@@ -28,7 +28,7 @@ from tests.support.fake_providers import Call, Text
 from tests.support.threads import in_threads, postgres_lock_awaited
 from tools.models import BrowserLease, ToolActivity
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 PROPOSAL = {
     "goal": "Buy one blue kettle.",

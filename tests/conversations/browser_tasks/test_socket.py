@@ -27,7 +27,7 @@ from tests.support.browser_tasks import paused_task
 
 __all__ = ["owner_session", "sockets"]
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 orm = database_sync_to_async

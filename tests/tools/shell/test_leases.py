@@ -31,7 +31,7 @@ from tools.shell.tool import shell_summary
 from tools.slots import slot_acquire
 from tools.web.leases import holder_alive
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 HOUR = timedelta(hours=1)
 

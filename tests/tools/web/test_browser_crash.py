@@ -19,6 +19,7 @@ from tools.web.leases import BROWSER_MARK, browser_leases_reconcile, holder_aliv
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
+    pytest.mark.database,
 ]
 
 
