@@ -54,16 +54,24 @@ def conversations(live_owner: OwnerClient) -> list[dict[str, Any]]:
     return list(response.json()["conversations"])
 
 
-# A deletion is sent once its Undo has had its 10 seconds (or when the page is left).
-DELETION_SENT_SECONDS = 15.0
+# A deletion is sent once its Undo has had its time (`UNDO_MS` in chat-sidebar.js), or when
+# the page is left. Tests that wait for it move the page's clock (`page.clock.install()`
+# before the page loads) instead of waiting ten seconds.
+UNDO_MS = 10_000
 
 
 def conversation_ids_eventually(live_owner: OwnerClient, expected: list[str]) -> None:
-    """Wait until the server lists exactly these conversations (a deletion may still wait for its Undo)."""
-    deadline = time.monotonic() + DELETION_SENT_SECONDS
+    """Wait until the server lists exactly these conversations (a deletion goes out as a request of its own)."""
+    deadline = time.monotonic() + 15
     while (listed := [c["id"] for c in conversations(live_owner)]) != expected:
         assert time.monotonic() < deadline, f"the server still lists {listed}, not {expected}"
         time.sleep(0.2)
+
+
+def undo_runs_out(page: Page, live_owner: OwnerClient, expected: list[str]) -> None:
+    """Move the page's clock past every Undo's time, then wait until the server lists exactly these."""
+    page.clock.fast_forward(UNDO_MS)
+    conversation_ids_eventually(live_owner, expected)
 
 
 def sidebar_names(page: Page) -> Locator:

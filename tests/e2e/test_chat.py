@@ -18,7 +18,6 @@ from playwright.sync_api import Page, expect
 from conversations.services import conversation_delete
 from tests.e2e.chat_support import (
     answers,
-    conversation_ids_eventually,
     conversations,
     forgive,
     last_answer,
@@ -26,6 +25,7 @@ from tests.e2e.chat_support import (
     paced,
     send,
     sidebar_names,
+    undo_runs_out,
     watch_transcript_for,
 )
 from tests.e2e.conftest import PageErrors, screenshot
@@ -47,6 +47,7 @@ def test_it_creates_renames_and_deletes_conversations_as_the_api_sees_them(
 ) -> None:
     page = chat_page
     older = live_owner.create_conversation("Older one")
+    page.clock.install()
     page.goto("/")
     expect(sidebar_names(page)).to_have_text(["Older one"])
 
@@ -76,7 +77,7 @@ def test_it_creates_renames_and_deletes_conversations_as_the_api_sees_them(
     expect(page).to_have_url(re.compile(rf"\?c={older}$"))
     expect(page.locator("#notice")).to_be_hidden()
     expect(page.locator(".undo-bar")).to_contain_text("Deleted “Lisbon in May”.")
-    conversation_ids_eventually(live_owner, [older])  # sent once its Undo had its time
+    undo_runs_out(page, live_owner, [older])
     expect(page.locator(".undo-bar")).to_have_count(0)
 
 

@@ -447,10 +447,22 @@ def test_a_call_the_server_never_answers_fails_in_time_with_retry_and_its_late_a
             route.continue_()
 
     page.route("**/api/settings/instructions/", hold_the_first)
+    in_flight: set[str] = set()
+    page.on("request", lambda request: in_flight.add(request.url))
+    page.on("requestfinished", lambda request: in_flight.discard(request.url))
+    page.clock.install()
     page.reload()
 
     status = page.locator("#page-status")
-    expect(status).to_contain_text("The server did not answer within 20 s.", timeout=30_000)
+    # Once every other call of the page's load has answered (the held one never will),
+    # the page's clock is moved to the call's bound (api.js) instead of waiting 20 s.
+    for _ in range(300):
+        if held and all(url.endswith("/api/settings/instructions/") for url in in_flight):
+            break
+        page.wait_for_timeout(50)
+    assert held, f"the page never asked for the instructions; still waiting for {in_flight}"
+    page.clock.fast_forward(20_000)
+    expect(status).to_contain_text("The server did not answer within 20 s.")
     retry = page.get_by_role("button", name="Retry")
     expect(retry).to_be_visible()
     expect(page.locator("#model-select")).to_be_enabled()  # what did answer is usable meanwhile

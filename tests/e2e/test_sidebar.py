@@ -15,12 +15,14 @@ import pytest
 from playwright.sync_api import FloatRect, Locator, Page, expect
 
 from tests.e2e.chat_support import (
+    UNDO_MS,
     conversation_ids_eventually,
     conversations,
     last_answer,
     open_conversation,
     send,
     sidebar_names,
+    undo_runs_out,
 )
 from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import FakeProviders
@@ -262,6 +264,7 @@ def test_it_moves_focus_to_the_next_conversation_after_a_delete(
     first = live_owner.create_conversation("First")
     second = live_owner.create_conversation("Second")
     third = live_owner.create_conversation("Third")
+    page.clock.install()
     open_conversation(page, second)
     expect(sidebar_names(page)).to_have_text(["Third", "Second", "First"])
 
@@ -293,7 +296,7 @@ def test_it_moves_focus_to_the_next_conversation_after_a_delete(
     expect(page.get_by_role("button", name="New chat")).to_be_focused()
     expect(page).to_have_url(re.compile(r"/$"))
     assert page.evaluate("document.activeElement !== document.body")
-    conversation_ids_eventually(live_owner, [])
+    undo_runs_out(page, live_owner, [])
 
 
 def test_it_keeps_focus_in_an_open_delete_question_when_the_list_refreshes(
@@ -326,6 +329,7 @@ def test_deleting_the_open_conversation_opens_the_next_and_offers_undo_for_ten_s
     page.set_viewport_size({"width": width, "height": 800})
     first = live_owner.create_conversation("First")
     second = live_owner.create_conversation("Second")
+    page.clock.install()
     open_conversation(page, second)
     show_sidebar(page, width)
 
@@ -342,7 +346,11 @@ def test_deleting_the_open_conversation_opens_the_next_and_offers_undo_for_ten_s
     expect(sidebar_names(page)).to_have_text(["Second", "First"])
     expect(page).to_have_url(re.compile(rf"\?c={second}$"))
     expect(bar).to_have_count(0)
-    page.wait_for_timeout(11_000)  # past the Undo's time: nothing is deleted after all
+    deletions: list[str] = []
+    page.on("request", lambda request: deletions.append(request.url) if request.method == "DELETE" else None)
+    page.clock.fast_forward(UNDO_MS + 1_000)  # past the Undo's time: nothing is deleted after all
+    page.wait_for_timeout(500)  # time for a request the page would (wrongly) send now
+    assert deletions == []
     assert sorted(c["name"] for c in conversations(live_owner)) == ["First", "Second"]
 
     page.get_by_role("button", name="Delete Second").click()
