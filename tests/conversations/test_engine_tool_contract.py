@@ -161,19 +161,21 @@ async def test_it_stops_a_call_at_its_deadline_runs_its_cleanup_and_goes_on(
     assert tool_results_sent(anthropic, fake_providers.requests[1].body) == {"c1": timeout}
     card = await final_card(turn.id, "c1")
     assert (card.status, card.summary) == ("failed", timeout["message"])
-    assert 500 <= (card.finished_at - card.started_at).total_seconds() * 1000 < 5000
+    assert 500 <= (card.finished_at - card.started_at).total_seconds() * 1000 < 20_000  # never the 30 s
 
 
 async def test_it_gives_up_on_a_call_that_ignores_its_cancellation_after_the_grace(
     anthropic, register, fake_providers, cancels
 ):
     returned_late = asyncio.Event()
+    may_answer = asyncio.Event()
 
     async def stubborn(context: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         try:
             await asyncio.sleep(30)
         except asyncio.CancelledError:
-            await asyncio.sleep(registry.GRACE + 1)  # ignores it, then answers anyway
+            # Ignores it, and answers anyway once the test lets it: after the turn ended.
+            await asyncio.wait_for(may_answer.wait(), 120)
             returned_late.set()
             return {"late": "result"}
         return {"never": True}
@@ -186,11 +188,12 @@ async def test_it_gives_up_on_a_call_that_ignores_its_cancellation_after_the_gra
     turn = await ask(conversation_id, "Run it.", cancels)
     took = time.monotonic() - started
 
-    assert turn.status == "completed"
-    assert registry.GRACE <= took < registry.GRACE + 5
+    assert turn.status == "completed"  # without the call's answer: it never came while the turn ran
+    assert took >= registry.GRACE
     [part] = tool_parts(await assistant_parts(turn.id))
     assert (part["status"], part["output"]["error"]) == ("failed", "timeout")
-    await asyncio.wait_for(returned_late.wait(), 5)
+    may_answer.set()
+    await asyncio.wait_for(returned_late.wait(), 20)
     await asyncio.sleep(0.2)
     # The late result changes nothing: the outcome was decided at the timeout.
     [part] = tool_parts(await assistant_parts(turn.id))

@@ -142,14 +142,14 @@ async def test_it_refuses_a_command_bash_cannot_receive():
 
 async def test_it_stops_at_its_lifetime_and_keeps_what_was_printed():
     started = time.monotonic()
-    result = await call({"command": "echo before; sleep 20; echo after", "timeout_seconds": 1})
+    result = await call({"command": "echo before; sleep 600; echo after", "timeout_seconds": 1})
     took = time.monotonic() - started
 
     assert result.status == ActivityStatus.SUCCEEDED
     assert result.output["timed_out"] is True
     assert result.output["stdout"] == "before\n"
     assert result.output["cleanup"] == "done"
-    assert took < 10  # the lifetime, then the kill and removal; never the 20 s sleep
+    assert took < 30  # the 1 s lifetime, then the kill and removal; never the sleep
     assert shell_summary(result.output) == "Stopped at its time limit"
 
 
@@ -161,7 +161,7 @@ async def test_it_keeps_output_of_exactly_32_kib_whole():
 
 
 async def test_it_cuts_output_at_the_32_kib_byte_across_both_streams_and_stops_the_container():
-    script = "head -c 16384 /dev/zero | tr '\\0' e >&2; sleep 0.5; head -c 16385 /dev/zero | tr '\\0' o; sleep 20"
+    script = "head -c 16384 /dev/zero | tr '\\0' e >&2; sleep 0.5; head -c 16385 /dev/zero | tr '\\0' o; sleep 600"
     started = time.monotonic()
     result = await call({"command": script})
 
@@ -169,7 +169,7 @@ async def test_it_cuts_output_at_the_32_kib_byte_across_both_streams_and_stops_t
     assert result.output["stderr"] == "e" * 16384
     assert result.output["stdout"] == "o" * 16384
     assert result.output["timed_out"] is False
-    assert time.monotonic() - started < 10  # stopped at the cap, not after the sleep
+    assert time.monotonic() - started < 25  # stopped at the cap, not at the 30 s lifetime
     assert shell_summary(result.output).endswith("output cut at 32 KiB")
 
 
@@ -277,7 +277,7 @@ async def test_it_says_what_to_do_at_once_when_no_engine_answers(monkeypatch):
     problem = engine_module.engine_problem(fresh=True)
     result = await call({"command": "echo hi"})
 
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 10  # no connection attempt waits for a timeout
     assert problem is not None
     assert "no Docker engine answers at unix:///nonexistent/docker.sock" in problem
     assert "dockerd --bridge=none" in problem
