@@ -173,20 +173,20 @@ async def test_the_socket_takes_attachments(owner_client, conversation):
     cookie = f"{settings.SESSION_COOKIE_NAME}={owner_client.cookies[settings.SESSION_COOKIE_NAME].value}"
     headers = [(b"origin", settings.FLAREBOT_ORIGIN.encode()), (b"cookie", cookie.encode())]
     socket = WebsocketCommunicator(application, f"/ws/conversations/{conversation.id}/", headers=headers)
-    assert (await socket.connect(timeout=5))[0]
+    assert (await socket.connect(timeout=30))[0]
     try:
         await socket.send_to(
             text_data=json.dumps(
                 {"type": "user_message", "request_id": str(uuid.uuid4()), "text": "", "attachments": ["nope"]}
             )
         )
-        refused = json.loads(await socket.receive_from(timeout=5))
+        refused = json.loads(await socket.receive_from(timeout=30))
         await socket.send_to(
             text_data=json.dumps(
                 {"type": "user_message", "request_id": str(uuid.uuid4()), "text": "", "attachments": [shot_id]}
             )
         )
-        ack = json.loads(await socket.receive_from(timeout=5))
+        ack = json.loads(await socket.receive_from(timeout=30))
     finally:
         await socket.disconnect(timeout=5)
 

@@ -72,7 +72,7 @@ async def test_it_starts_every_rung_turn_in_ring_order():
         doorbell_ring(turn_id)
     task = await listening(listener)
     try:
-        await eventually(lambda: _async(len(starter.started) == 5), timeout=5, what="every ring answered")
+        await eventually(lambda: _async(len(starter.started) == 5), timeout=30, what="every ring answered")
         assert starter.started == turn_ids
     finally:
         starter.release.set()
@@ -86,11 +86,11 @@ async def test_it_starts_no_more_turns_at_once_than_its_capacity():
     try:
         for _ in range(4):
             doorbell_ring(uuid.uuid4())
-        await eventually(lambda: _async(starter.running == 2), timeout=5, what="two turns running")
+        await eventually(lambda: _async(starter.running == 2), timeout=30, what="two turns running")
         await asyncio.sleep(0.2)
         assert starter.running == 2
         starter.release.set()
-        await eventually(lambda: _async(len(starter.started) == 4), timeout=5, what="the other two")
+        await eventually(lambda: _async(len(starter.started) == 4), timeout=30, what="the other two")
         assert starter.most_at_once == 2
     finally:
         starter.release.set()
@@ -106,7 +106,9 @@ async def test_it_keeps_listening_through_a_quiet_spell_longer_than_one_wait(cap
         await asyncio.sleep(doorbell.BLOCK_SECONDS + 1.5)
         turn_id = uuid.uuid4()
         doorbell_ring(turn_id)
-        await eventually(lambda: _async(starter.started == [turn_id]), timeout=5, what="the ring after the quiet spell")
+        await eventually(
+            lambda: _async(starter.started == [turn_id]), timeout=30, what="the ring after the quiet spell"
+        )
         assert "lost Redis" not in caplog.text
     finally:
         starter.release.set()
@@ -121,7 +123,7 @@ async def test_it_ignores_a_ring_that_is_not_a_turn_id(empty_doorbell):
     doorbell_ring(good)
     task = await listening(listener)
     try:
-        await eventually(lambda: _async(starter.started == [good]), timeout=5, what="the valid ring")
+        await eventually(lambda: _async(starter.started == [good]), timeout=30, what="the valid ring")
     finally:
         starter.release.set()
         await stop(listener, task)

@@ -53,7 +53,7 @@ async def test_it_cancels_a_streaming_turn_long_before_its_end_and_keeps_the_par
     turn = await submit(conversation_id, "Tell me a long story.")
     running = asyncio.ensure_future(run(turn.id, cancels))
     try:
-        await eventually(lambda: deltas(conversation_id), timeout=5, what="the first text delta")
+        await eventually(lambda: deltas(conversation_id), timeout=30, what="the first text delta")
         await orm(turn_cancel)(conversation_id=conversation_id)
         await eventually(lambda: turn_is(turn.id, "cancelled"), timeout=20, what="the turn to be cancelled")
         await asyncio.wait_for(running, 20)

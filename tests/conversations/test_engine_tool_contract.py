@@ -221,7 +221,7 @@ async def test_it_discards_a_result_that_arrives_after_the_owner_cancelled(
     conversation_id = await new_conversation()
     turn = await submit(conversation_id, "Book it.")
     running = asyncio.ensure_future(run(turn.id, cancels))
-    await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=5, what="the call to start")
+    await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=30, what="the call to start")
     from conversations.turns import turn_cancel
 
     await orm(turn_cancel)(conversation_id=conversation_id)
@@ -439,7 +439,7 @@ async def test_it_stops_renewing_the_lease_for_a_call_past_its_deadline_and_grac
     watch.begin("c1", 60)
     before = await expiry()
     heartbeat = asyncio.ensure_future(runner._heartbeat(claim, watch))
-    await eventually(lambda: _later(expiry, before), timeout=5, what="the lease to be renewed")
+    await eventually(lambda: _later(expiry, before), timeout=30, what="the lease to be renewed")
     watch.begin("c1", -1)  # past its deadline plus grace
     await asyncio.wait_for(heartbeat, 5)  # the heartbeat gives up
     held = await expiry()
@@ -470,7 +470,7 @@ async def test_it_waits_for_cleanup_when_a_conversation_is_deleted_mid_call(
     conversation_id = await new_conversation()
     turn = await submit(conversation_id, "Run it in the sandbox.")
     running = asyncio.ensure_future(run(turn.id, cancels))
-    await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=5, what="the call to start")
+    await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=30, what="the call to start")
 
     await orm(conversation_delete)(conversation_id=conversation_id)
     gone = await orm(conversation_teardown)(conversation_id=conversation_id)
@@ -635,7 +635,7 @@ async def test_it_keeps_what_a_stopped_call_handed_back_as_partial_when_its_tool
     conversation_id = await new_conversation()
     turn = await submit(conversation_id, "Print.")
     running = asyncio.ensure_future(run(turn.id, cancels))
-    await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=5, what="the call to start")
+    await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=30, what="the call to start")
     from conversations.turns import turn_cancel
 
     await orm(turn_cancel)(conversation_id=conversation_id)

@@ -448,7 +448,7 @@ async def test_it_cancels_a_running_tool_that_would_run_for_a_minute(anthropic, 
     turn = await submit(conversation_id, "Run the long job.")
     running = asyncio.ensure_future(run(turn.id, cancels))
     try:
-        await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=5, what="the tool to start")
+        await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=30, what="the tool to start")
         await orm(turn_cancel)(conversation_id=conversation_id)
         await eventually(lambda: turn_is(turn.id, "cancelled"), timeout=20, what="the turn to be cancelled")
         await asyncio.wait_for(running, 20)
@@ -479,7 +479,7 @@ async def test_it_stops_at_the_next_step_when_the_cancel_announcement_is_lost(
     turn = await submit(conversation_id, "Run the long job.")
     running = asyncio.ensure_future(run(turn.id, cancels))
     try:
-        await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=5, what="the tool to start")
+        await eventually(lambda: has_event(conversation_id, "tool.started"), timeout=30, what="the tool to start")
         reachable = settings.REDIS_URL
         settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nobody listens: the announcement is lost
         await orm(turn_cancel)(conversation_id=conversation_id)

@@ -158,13 +158,13 @@ async def test_every_socket_of_the_owner_that_asked_hears_the_new_count(owner_cl
         (b"cookie", f"{settings.SESSION_COOKIE_NAME}={key}".encode()),
     ]
     quiet = WebsocketCommunicator(application, f"/ws/conversations/{other.id}/", headers=headers)
-    assert (await quiet.connect(timeout=5))[0]
+    assert (await quiet.connect(timeout=30))[0]
     socket = WebsocketCommunicator(application, f"/ws/conversations/{other.id}/?notices=1", headers=headers)
-    accepted, _ = await socket.connect(timeout=5)
+    accepted, _ = await socket.connect(timeout=30)
     assert accepted
     try:
         await sync_to_async(append)(conversation, EventKind.TURN_STARTED, EventKind.TURN_COMPLETED)
-        assert json.loads(await socket.receive_from(timeout=5)) == {
+        assert json.loads(await socket.receive_from(timeout=30)) == {
             "type": "unread",
             "conversation_id": str(conversation.id),
             "unread": 1,
@@ -172,7 +172,7 @@ async def test_every_socket_of_the_owner_that_asked_hears_the_new_count(owner_cl
 
         response = await sync_to_async(read)(owner_client, conversation.id, {"sequence": 2})
         assert response.status_code == 200
-        frames = [json.loads(await socket.receive_from(timeout=5)) for _ in range(2)]
+        frames = [json.loads(await socket.receive_from(timeout=30)) for _ in range(2)]
         assert frames == [
             {"type": "unread", "conversation_id": str(conversation.id), "unread": 0},
             {"type": "attention_changed"},

@@ -45,7 +45,7 @@ async def test_a_group_message_reaches_only_the_instance_on_the_same_database():
         await theirs.group_send(group, {"type": "owner.changed", "from": "another instance"})
         await same.group_send(group, {"type": "owner.changed", "from": "this instance"})
 
-        received = await asyncio.wait_for(ours.receive(channel), timeout=5)
+        received = await asyncio.wait_for(ours.receive(channel), timeout=30)
         assert received["from"] == "this instance"
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(ours.receive(channel), timeout=0.5)

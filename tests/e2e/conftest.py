@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
 
 from flarebot.core.models import Installation
 
@@ -32,7 +32,9 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 ARTIFACTS = Path(__file__).parent / "artifacts"
-STEP_TIMEOUT_MS = 15_000
+# Every step and every expect waits up to this for the state it needs, and returns as soon
+# as it is there: far above what a loaded CI machine takes, so no test depends on its speed.
+STEP_TIMEOUT_MS = 30_000
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -45,6 +47,14 @@ def orm_beside_playwright() -> Iterator[None]:
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     yield
     os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def patient_expect() -> Iterator[None]:
+    """Give each expect the step deadline (STEP_TIMEOUT_MS), not Playwright's 5 s."""
+    expect.set_options(timeout=STEP_TIMEOUT_MS)
+    yield
+    expect.set_options(timeout=5_000)  # Playwright's default
 
 
 @pytest.fixture(scope="session")

@@ -7,25 +7,15 @@ up as a console error and fail the test (see `page_errors` in conftest).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import Dialog, Page, Route, expect
 
 from flarebot.core.models import Installation
-from tests.e2e.conftest import STEP_TIMEOUT_MS
 from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
 CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'"
-
-
-@pytest.fixture(autouse=True)
-def patient_expect() -> Iterator[None]:
-    """Give each expect the step deadline of conftest (15 s), not 5 s: a busy CI machine is slow."""
-    expect.set_options(timeout=STEP_TIMEOUT_MS)
-    yield
-    expect.set_options(timeout=5_000)  # Playwright's default, for the other modules
 
 
 class Dialogs(list[str]):

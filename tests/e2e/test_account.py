@@ -7,11 +7,11 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import screenshot, sign_in
-from tests.e2e.settings_support import dialogs, patient_expect, settings_page
+from tests.e2e.settings_support import dialogs, settings_page
 from tests.support.live import LiveStack
 from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 
-__all__ = ["dialogs", "patient_expect", "settings_page"]
+__all__ = ["dialogs", "settings_page"]
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -37,7 +37,7 @@ from tools.models import ToolActivity
 
 # Fixtures shared with the other chat test modules.
 
-TURN_MS = 20_000
+TURN_MS = 60_000
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 WIDTHS = [pytest.param(1280, id="1280px"), pytest.param(375, id="375px")]
 POLL_SECONDS = 10.0
-TURN_MS = 20_000  # a whole turn (an edit: its post, the transcript again, the answer) on a loaded machine
+TURN_MS = 60_000  # a whole turn (an edit: its post, the transcript again, the answer) on a loaded machine
 BOTTOM = (
     "(() => { const t = document.getElementById('transcript');"
     " return t.scrollHeight - t.scrollTop - t.clientHeight < 2; })()"

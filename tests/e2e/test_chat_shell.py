@@ -23,7 +23,7 @@ from tests.support.live_clients import OwnerClient
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
-TURN_MS = 30_000
+TURN_MS = 60_000
 ABSENT = "unix:///nonexistent/flarebot-test/docker.sock"
 WIDTHS = [pytest.param(width, id=f"{width}px") for width in (1280, 375)]
 # The theme's colours in the light scheme (base.css): the status of a command that failed is never green.

@@ -14,7 +14,7 @@ from tests.support.web_fixtures import FixtureWeb, fixture_web_start
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
-TURN_MS = 30_000
+TURN_MS = 60_000
 FACT = "The owner's favourite food is fish and chips."
 
 

@@ -74,5 +74,5 @@ def test_the_app_installs_and_an_offline_reload_shows_the_shell(
 
     # Back online, the shell returns to the page the owner wanted by itself (it asks every few seconds).
     view = page.locator(f'#transcript .transcript-view[data-conversation-id="{conversation}"]')
-    expect(view).to_be_attached(timeout=15_000)
+    expect(view).to_be_attached()
     expect(page).to_have_title("Packing list · Flarebot")

@@ -19,9 +19,9 @@ from memory import services
 from memory.models import Fact, FactState
 from tests.e2e.chat_support import LOOKS, apply_look, assert_scheme
 from tests.e2e.conftest import screenshot
-from tests.e2e.settings_support import Dialogs, api_get, dialogs, patient_expect, settings_page
+from tests.e2e.settings_support import Dialogs, api_get, dialogs, settings_page
 
-__all__ = ["dialogs", "patient_expect", "settings_page"]
+__all__ = ["dialogs", "settings_page"]
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

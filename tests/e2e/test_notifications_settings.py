@@ -18,13 +18,13 @@ from notifications.models import Destination
 from tasks import services as task_services
 from tasks.models import Task
 from tests.e2e.conftest import ARTIFACTS, screenshot
-from tests.e2e.settings_support import Dialogs, api_get, dialogs, patient_expect, settings_page
+from tests.e2e.settings_support import Dialogs, api_get, dialogs, settings_page
 from tests.notifications.conftest import question_opens
 from tests.support.notify_receivers import http_receiver
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
-__all__ = ["dialogs", "patient_expect", "settings_page"]  # fixtures this module uses
+__all__ = ["dialogs", "settings_page"]  # fixtures this module uses
 
 SECRET = "e2e-s3cret-t0ken"
 

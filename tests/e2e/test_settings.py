@@ -20,14 +20,14 @@ from conversations.models import ModelConfiguration, ProviderKey
 from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
 from flarebot.core.models import Installation
 from tests.e2e.conftest import screenshot
-from tests.e2e.settings_support import Dialogs, api_get, dialogs, patient_expect, settings_page
+from tests.e2e.settings_support import Dialogs, api_get, dialogs, settings_page
 from tests.support.fake_providers import FakeProviders
 from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
 from tests.support.resources import free_port
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
-__all__ = ["dialogs", "patient_expect", "settings_page"]
+__all__ = ["dialogs", "settings_page"]
 
 KEY = "sk-ant-e2e-secret-" + "Q7x" * 10
 LIMIT = 16_000

@@ -309,7 +309,7 @@ def test_it_keeps_focus_in_an_open_delete_question_when_the_list_refreshes(
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
     is_list = lambda response: urlparse(response.url).path == "/api/conversations/"  # noqa: E731
 
-    with page.expect_response(is_list, timeout=10_000):
+    with page.expect_response(is_list):
         send(page, "Hello there")  # its acknowledgement refreshes the list a moment later
         page.get_by_role("button", name="Delete Other").click()
         cancel = page.locator(f'.conversation[data-conversation-id="{other}"] .delete-confirm .cancel')

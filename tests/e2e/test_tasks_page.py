@@ -27,10 +27,10 @@ from tasks import services
 from tasks.models import Task, TaskRun, TaskState
 from tasks.selectors import task_view
 from tests.e2e.conftest import STEP_TIMEOUT_MS, screenshot
-from tests.e2e.settings_support import dialogs, patient_expect, settings_page
+from tests.e2e.settings_support import dialogs, settings_page
 from tests.support.live import LiveStack
 
-__all__ = ["dialogs", "patient_expect", "settings_page"]
+__all__ = ["dialogs", "settings_page"]
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

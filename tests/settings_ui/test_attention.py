@@ -280,12 +280,12 @@ async def test_the_tasks_page_seeing_runs_tells_every_socket_that_asked(owner_cl
         (b"cookie", f"{settings.SESSION_COOKIE_NAME}={key}".encode()),
     ]
     socket = WebsocketCommunicator(application, f"/ws/conversations/{conversation.id}/?notices=1", headers=headers)
-    assert (await socket.connect(timeout=5))[0]
+    assert (await socket.connect(timeout=30))[0]
     try:
         response = await sync_to_async(owner_client.post)(SEEN, content_type="application/json")
         assert response.json() == {"seen": 1}
 
-        assert json.loads(await socket.receive_from(timeout=5)) == {"type": "attention_changed"}
+        assert json.loads(await socket.receive_from(timeout=30)) == {"type": "attention_changed"}
         assert await sync_to_async(items)(owner_client) == []
         # Nothing new to see: no frame.
         await sync_to_async(owner_client.post)(SEEN, content_type="application/json")

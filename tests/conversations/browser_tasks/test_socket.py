@@ -51,15 +51,15 @@ async def send(socket, **frame):
 
 
 async def next_frames(socket, count):
-    return [json.loads(await socket.receive_from(timeout=5)) for _ in range(count)]
+    return [json.loads(await socket.receive_from(timeout=30)) for _ in range(count)]
 
 
 async def replayed(socket):
     """The socket's replay: every event stored before it opened (however long a loaded machine
     takes to read them), and whatever else arrives without a pause."""
-    frames = [json.loads(await socket.receive_from(timeout=5)) for _ in range(socket.replay_at_least)]
+    frames = [json.loads(await socket.receive_from(timeout=30)) for _ in range(socket.replay_at_least)]
     while not await socket.receive_nothing(timeout=0.2):
-        frames.append(json.loads(await socket.receive_from(timeout=5)))
+        frames.append(json.loads(await socket.receive_from(timeout=30)))
     return frames
 
 
@@ -291,7 +291,7 @@ async def test_malformed_frames_get_an_error_frame_that_never_echoes_typed_text(
 
     await send(socket, **frame)
 
-    raw = await socket.receive_from(timeout=5)
+    raw = await socket.receive_from(timeout=30)
     assert json.loads(raw)["code"] == "invalid_frame"
     assert "s3cret" not in raw
 
