@@ -219,6 +219,20 @@ def test_it_accepts_a_refused_handshake_and_closes_it_with_its_code_so_browsers_
         answer = json.loads(socket.recv(timeout=HTTP_TIMEOUT))
     assert answer["type"] == "error"
     assert answer["code"] == "unknown_frame_type"
+    # A malformed query: what is wrong, then the close code the contract gives (not 1011).
+    since = live_stack.log_size("web")
+    with connect(
+        ws_url(live_stack, f"{path}?last_sequence=-1"),
+        origin=Origin(origin),
+        additional_headers={"Cookie": f"{SESSION_COOKIE}={session_key}"},
+        proxy=None,
+        open_timeout=HTTP_TIMEOUT,
+    ) as socket:
+        error = json.loads(socket.recv(timeout=HTTP_TIMEOUT))
+        code = close_code(socket)
+    assert (error["type"], error["code"]) == ("error", "invalid_last_sequence")
+    assert code == 4400
+    assert "Traceback" not in live_stack.log_since("web", since)
 
 
 def admin_sign_out(live: LiveStack, session_key: str) -> httpx.Response:

@@ -16,9 +16,10 @@ from flarebot.core.sessions import SessionState, owner_session_expires_at, owner
 CLOSE_SESSION_EXPIRED = 4001
 CLOSE_REFUSED = 4003
 CLOSE_NOT_FOUND = 4004
-# A handshake whose query is malformed (after an error frame saying what): the standard
-# "policy violation", as no code of the contract fits.
-CLOSE_INVALID_REQUEST = 1008
+# A handshake whose query is malformed (after an error frame saying what). Not the standard
+# 1008: a server may send only 1000 and 3000-4999 (RFC 6455 7.4.2 as autobahn, under
+# daphne, enforces it; 1008 ended the socket with 1011 and a traceback).
+CLOSE_INVALID_REQUEST = 4400
 
 
 class ErrorFrame(TypedDict):

@@ -532,7 +532,7 @@ async def test_it_answers_a_malformed_last_sequence_with_an_error_frame_and_clos
 
     assert await communicator.connect(timeout=CLOSE_TIMEOUT) == (True, None)
     await expect_error_frame(communicator, "invalid_last_sequence")
-    await expect_close(communicator, 1008)
+    await expect_close(communicator, 4400)
 
 
 # --- Frames ------------------------------------------------------------------------------
