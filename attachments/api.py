@@ -7,14 +7,14 @@ from typing import Any
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from attachments import selectors, services
-from attachments.errors import UploadInvalid
+from attachments.errors import UploadInvalid, UploadNameTooLong
 from attachments.limits import FILE_MAX
 from attachments.models import IMAGE_TYPES, Attachment, MediaType
 from attachments.storage import blob_path
@@ -66,7 +66,7 @@ class AttachmentUploadApi(APIView):
                 404,
                 413,
                 415,
-                e400="`invalid_upload`: not one file in the field `file`.",
+                e400="`invalid_upload`: not one file in the field `file`; `name_too_long`: a file name too long to read.",
                 e413=f"`too_large`: over {FILE_MAX:,} bytes.",
                 e415="`unsupported_type`: HTML, SVG, XML, binary or empty content.",
             ),
@@ -77,7 +77,7 @@ class AttachmentUploadApi(APIView):
         handler = AttachmentUploadHandler(request._request)
         request._request.upload_handlers = [handler]
         try:
-            files = request.FILES
+            files = _files(request)
             uploads = files.getlist(FIELD)
             if len(uploads) != 1 or len(files) != 1 or set(request.data) - {FIELD}:
                 raise UploadInvalid("Send one file, in the multipart field `file`.")
@@ -88,6 +88,18 @@ class AttachmentUploadApi(APIView):
             raise
         attachment = services.attachment_create(conversation_id=parsed, upload=upload)
         return Response(attachment_json(attachment), status=status.HTTP_201_CREATED)
+
+
+def _files(request: Request) -> Any:
+    """The request's files; a part whose headers Django will not read names its real problem."""
+    try:
+        return request.FILES
+    except exceptions.ParseError as error:
+        # django.http.multipartparser: a part's headers over MAX_TOTAL_HEADER_SIZE (1,024
+        # bytes), which only a long file name reaches.
+        if "header size" in str(error.detail):
+            raise UploadNameTooLong() from None
+        raise
 
 
 @extend_schema(parameters=[path_id("attachment_id")])

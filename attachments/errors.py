@@ -31,6 +31,13 @@ class UploadInvalid(InvalidInput):
     code = "invalid_upload"
 
 
+class UploadNameTooLong(InvalidInput):
+    """The file's name is too long for the upload's part headers (Django reads at most 1,024 bytes of them)."""
+
+    code = "name_too_long"
+    default_message = "The file's name is too long to upload: shorten it (at most 255 characters are kept)."
+
+
 class AttachmentNotFound(NotFound):
     """No attachment has this id (it never existed, or its conversation was deleted or cleared)."""
 

@@ -169,15 +169,39 @@ def test_it_refuses_other_types(owner_client, conversation, name, content):
         ("..\\..\\windows\\x.txt", "x.txt"),
         ("a\x01b\x1b[31m\u202ec.txt", "ab[31mc.txt"),
         ("n" * 300 + ".txt", "n" * 251 + ".txt"),
+        ("名" * 300 + ".txt", "名" * 251 + ".txt"),
     ],
 )
 def test_it_keeps_a_cleaned_name_and_never_uses_it_as_a_path(owner_client, conversation, given, kept):
-    response = upload(owner_client, conversation.id, given, b"hello\n")
+    response = raw_upload(owner_client, conversation.id, given, b"hello\n")
 
     assert response.status_code == 201, response.content
     assert response.json()["name"] == kept
     assert Attachment.objects.get().name == kept
     assert blob_path(response.json()["sha256"]).read_bytes() == b"hello\n"
+
+
+def raw_upload(client, conversation_id: object, name: str, content: bytes):
+    """POST one file with its name as given: the test client's own upload would cut it to 255 characters."""
+    boundary = "flarebot-boundary"
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+        "Content-Type: text/plain\r\n\r\n"
+    ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
+    return client.post(
+        f"/api/conversations/{conversation_id}/attachments/",
+        body,
+        content_type=f"multipart/form-data; boundary={boundary}",
+    )
+
+
+@pytest.mark.parametrize("name", ["n" * 1_000 + ".txt", "名" * 330 + ".txt"])
+def test_it_names_the_problem_of_a_name_too_long_to_read(owner_client, conversation, name):
+    response = raw_upload(owner_client, conversation.id, name, b"hello\n")
+
+    assert_error(response, 400, "name_too_long")
+    assert "shorten it" in response.json()["error"]["message"]
+    assert_nothing_stored()
 
 
 def test_it_refuses_an_upload_without_one_file(owner_client, conversation):
