@@ -66,7 +66,7 @@ class AttachmentUploadApi(APIView):
                 404,
                 413,
                 415,
-                e400="`invalid_upload`: not one file in the field `file`; `name_too_long`: a file name too long to read.",
+                e400="`invalid_upload`: not one file in the field `file`; `name_too_long`: a name too long to read.",
                 e413=f"`too_large`: over {FILE_MAX:,} bytes.",
                 e415="`unsupported_type`: HTML, SVG, XML, binary or empty content.",
             ),

@@ -185,9 +185,13 @@ def raw_upload(client, conversation_id: object, name: str, content: bytes):
     """POST one file with its name as given: the test client's own upload would cut it to 255 characters."""
     boundary = "flarebot-boundary"
     body = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
-        "Content-Type: text/plain\r\n\r\n"
-    ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+            "Content-Type: text/plain\r\n\r\n"
+        ).encode()
+        + content
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     return client.post(
         f"/api/conversations/{conversation_id}/attachments/",
         body,
