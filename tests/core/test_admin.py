@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
@@ -147,3 +148,18 @@ def test_it_still_lets_the_admin_rename_another_user(owner, owner_client):
     other.refresh_from_db()
     assert other.username == "visitor"
     assert owner_client.get("/api/conversations/").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/admin/password_change/", "/admin/password_change/done/", "{user}/password/"])
+def test_the_admins_password_forms_lead_to_settings_where_wrong_passwords_are_throttled(owner, owner_client, path):
+    user = get_user_model().objects.get(pk=owner.owner_id)
+    url = path.format(user=f"/admin/auth/user/{user.pk}")
+    before = user.password
+
+    shown = owner_client.get(url)
+    tried = owner_client.post(url, {"old_password": "guess", "new_password1": "x" * 20, "new_password2": "x" * 20})
+
+    assert (shown.status_code, shown["Location"]) == (302, "/settings/#account")
+    assert (tried.status_code, tried["Location"]) == (302, "/settings/#account")
+    user.refresh_from_db()
+    assert user.password == before
