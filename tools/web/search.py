@@ -195,13 +195,17 @@ def _answer(query: str, body: bytes) -> dict[str, Any]:
     if not listed and not cited:
         # An empty list is an answer only when the provider said so; no list at all is not one.
         return refusal("no_sources", "The search service answered without a list of sources.")
+    sources = _sources(cited)
+    if cited and not sources:
+        # Sources were given, and the URL checks refused every one: nothing is left to cite.
+        return refusal("no_sources", "The search gave no source that may be cited (every address was refused).")
     summary, cut = utf16_cut("\n\n".join(texts).strip(), SUMMARY_MAX)
     return {
         "ok": True,
         "kind": "search",
         "query": query,
         "generated_summary": {"label": SUMMARY_LABEL, "text": summary, "truncated": cut},
-        "sources": _sources(cited),
+        "sources": sources,
     }
 
 

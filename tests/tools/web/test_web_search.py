@@ -123,6 +123,19 @@ async def test_a_completed_search_that_supplied_no_source_list_is_a_failure_not_
     }
 
 
+async def test_a_search_whose_every_source_the_url_checks_refused_is_a_failure(fake_providers):
+    hostile = ["http://127.0.0.1/admin", "http://169.254.169.254/latest/meta-data/", "javascript:alert(1)"]
+    fake_providers.search(Search(text="Found it.", citations=[(url, "t") for url in hostile], sources=hostile))
+
+    result = await search()
+
+    assert result == {
+        "ok": False,
+        "error": "no_sources",
+        "message": "The search gave no source that may be cited (every address was refused).",
+    }
+
+
 async def test_citations_without_the_action_list_are_still_sources(fake_providers):
     fake_providers.search(Search(citations=[("https://example.org/a", "A")], sources=None))
 
