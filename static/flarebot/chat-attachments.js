@@ -5,6 +5,7 @@
 // content: a refused file keeps its chip with the server's message and is never sent.
 // Send waits for nothing: it is disabled while a file is still uploading.
 
+import { ANSWER_WITHIN_MS } from "./api.js";
 import { app, state, ui } from "./chat-shell.js";
 import { createConversation } from "./chat-sidebar.js";
 import { button, el, numbers } from "./dom.js";
@@ -18,7 +19,7 @@ const list = document.getElementById("attachments");
 const picker = document.getElementById("attach-input");
 const attachButton = document.getElementById("attach");
 
-/** Each chip's file: {key, conversationId, name, size, type, state, id?, request?, el, bar, said}. */
+/** Each chip's file: {key, conversationId, name, size, type, state, id?, request?, file?, retry?, el, bar, said}. */
 let items = [];
 let onChange = () => {};
 
@@ -104,6 +105,8 @@ function show(item) {
   if (item.state === "refused") {
     item.said.setAttribute("role", "alert");
     parts.push(item.said);
+    // What the server never answered (or answered with its own failure) may go again.
+    if (item.retry) parts.push(button("Retry", "attach-retry", () => upload(item, item.file), `Retry ${item.name}`));
   }
   item.el.replaceChildren(...parts, remove);
 }
@@ -120,9 +123,10 @@ function removeItem(item) {
   onChange();
 }
 
-function refuse(item, message) {
+function refuse(item, message, { retry = false } = {}) {
   item.state = "refused";
   item.request = null;
+  item.retry = retry;
   item.said.textContent = message;
   show(item);
   onChange();
@@ -165,17 +169,36 @@ export async function attachFiles(files) {
   onChange();
 }
 
+// Like every other call of the pages (api.js), an upload is abandoned when the server has
+// not answered within ANSWER_WITHIN_MS: counted from its last progress, so a large file on
+// a slow link goes on while its bytes move. It can then be tried again (Retry).
 function upload(item, file) {
+  Object.assign(item, { file, state: "uploading", retry: false });
+  item.bar.value = 0;
   show(item);
+  onChange();
   const request = new XMLHttpRequest();
   item.request = request;
+  let timer = 0;
+  const giveUp = () => {
+    request.abort();
+    if (items.includes(item)) {
+      refuse(item, `Not attached: the server did not answer within ${ANSWER_WITHIN_MS / 1000} s.`, { retry: true });
+    }
+  };
+  const waitForAnswer = () => {
+    clearTimeout(timer);
+    timer = setTimeout(giveUp, ANSWER_WITHIN_MS);
+  };
   request.open("POST", `/api/conversations/${item.conversationId}/attachments/`);
   request.setRequestHeader("X-CSRFToken", csrfToken());
   request.setRequestHeader("Accept", "application/json");
   request.responseType = "json";
   request.upload.addEventListener("progress", (event) => {
+    waitForAnswer();
     if (event.lengthComputable) item.bar.value = Math.round((event.loaded / event.total) * 100);
   });
+  request.addEventListener("loadend", () => clearTimeout(timer));
   request.addEventListener("load", () => {
     if (!items.includes(item)) return;
     const body = request.response || {};
@@ -191,14 +214,18 @@ function upload(item, file) {
     } else {
       // The page decides by code: a refused type or size shows the server's own message.
       const error = body.error || {};
-      const known = ["unsupported_type", "too_large", "invalid_upload"].includes(error.code);
-      refuse(item, known && error.message ? error.message : "Not attached: the upload failed; remove it and try again.");
+      const known = ["unsupported_type", "too_large", "invalid_upload", "name_too_long"].includes(error.code);
+      if (known && error.message) refuse(item, error.message);
+      else refuse(item, "Not attached: the upload failed.", { retry: request.status >= 500 || request.status === 0 });
     }
   });
-  request.addEventListener("error", () => items.includes(item) && refuse(item, "Not attached: the upload was cut off."));
+  request.addEventListener("error", () => {
+    if (items.includes(item)) refuse(item, "Not attached: the upload was cut off.", { retry: true });
+  });
   const form = new FormData();
   form.append("file", file, item.name);
   request.send(form);
+  waitForAnswer();
 }
 
 // --- where files come from --------------------------------------------------------------

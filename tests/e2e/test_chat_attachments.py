@@ -9,6 +9,7 @@ showing the same files.
 from __future__ import annotations
 
 import base64
+import contextlib
 import re
 import uuid
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
-from playwright.sync_api import FilePayload, Page, expect
+from playwright.sync_api import FilePayload, Page, Route, expect
 
 from attachments.limits import FILE_MAX, MESSAGE_BYTES_MAX, MESSAGE_FILES_MAX
 from attachments.models import Attachment
@@ -383,3 +384,48 @@ def test_five_files_of_20_mb_go_together_and_one_byte_more_is_refused(
     sent = Attachment.objects.filter(message=message)
     assert sum(a.size for a in sent) == MESSAGE_BYTES_MAX
     assert sorted(a.name for a in sent) == [f"log-{i}.txt" for i in range(5)]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_an_upload_the_server_never_answers_fails_in_time_and_retry_sends_it_again(
+    chat_page: Page, live_owner: OwnerClient, width: int
+) -> None:
+    page = chat_page
+    apply_look(page, (width, "light"))
+    conversation_id = live_owner.create_conversation("Held upload")
+    held: list[Route] = []
+
+    def hold_the_first(route: Route) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)  # never answered: the server "hangs" on this upload
+
+    page.route(f"**/api/conversations/{conversation_id}/attachments/", hold_the_first)
+    page.clock.install()
+    open_conversation(page, conversation_id)
+
+    attach_by_button(page, text_file("held.txt"))
+    for _ in range(300):  # the upload went out and waits for its answer
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the upload never went out"
+    expect(chip(page, "held.txt")).to_have_attribute("data-state", "uploading")
+    page.clock.fast_forward(20_000)  # the page's clock reaches the bound every page call has
+
+    expect(chip(page, "held.txt")).to_have_attribute("data-state", "refused")
+    expect(chip(page, "held.txt").get_by_role("alert")).to_have_text(
+        "Not attached: the server did not answer within 20 s."
+    )
+    screenshot(page, f"attach-not-answered-{width}")
+    chip(page, "held.txt").get_by_role("button", name="Retry held.txt").click()
+
+    expect(chip(page, "held.txt")).to_have_attribute("data-state", "ready")
+    with contextlib.suppress(Exception):  # the abandoned upload's late answer changes nothing
+        held[0].continue_()
+    assert Attachment.objects.filter(name="held.txt").count() >= 1
+    page.locator("#composer-input").fill("The held file")
+    page.locator("#composer-input").press("Enter")
+    expect(page.locator("#transcript .msg.user .file-chip")).to_have_count(1)
+    expect(chips(page)).to_have_count(0)
