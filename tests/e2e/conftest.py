@@ -8,11 +8,11 @@ the test: a user would see a broken page. Screenshots go to `tests/e2e/artifacts
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Route, expect, sync_playwright
 
 from flarebot.core.models import Installation
 
@@ -35,6 +35,8 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 # Every step and every expect waits up to this for the state it needs, and returns as soon
 # as it is there: far above what a loaded CI machine takes, so no test depends on its speed.
 STEP_TIMEOUT_MS = 30_000
+# A page call the server has not answered within this is abandoned (ANSWER_WITHIN_MS, api.js).
+ANSWER_WITHIN_MS = 20_000
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -127,3 +129,25 @@ def screenshot(page: Page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+class HoldTheFirst:
+    """A route handler for a server that hangs once: the first request is never answered, the rest go on."""
+
+    def __init__(self) -> None:
+        self.held: list[Route] = []
+
+    def __call__(self, route: Route) -> None:
+        if self.held:
+            route.continue_()
+        else:
+            self.held.append(route)
+
+
+def until(page: Page, condition: Callable[[], bool], what: str) -> None:
+    """Let the page run until `condition` holds, for at most STEP_TIMEOUT_MS."""
+    for _ in range(STEP_TIMEOUT_MS // 50):
+        if condition():
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError(f"{what}: not within {STEP_TIMEOUT_MS} ms")

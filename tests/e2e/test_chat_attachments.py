@@ -17,14 +17,14 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
-from playwright.sync_api import FilePayload, Page, Route, expect
+from playwright.sync_api import FilePayload, Page, expect
 
 from attachments.limits import FILE_MAX, MESSAGE_BYTES_MAX, MESSAGE_FILES_MAX
 from attachments.models import Attachment
 from conversations.models import Message, MessageRole
 from tests.attachments.support import png
 from tests.e2e.chat_support import apply_look, no_sideways_scroll, open_conversation
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import ANSWER_WITHIN_MS, HoldTheFirst, screenshot, until
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live_clients import OwnerClient
 
@@ -393,26 +393,16 @@ def test_an_upload_the_server_never_answers_fails_in_time_and_retry_sends_it_aga
     page = chat_page
     apply_look(page, (width, "light"))
     conversation_id = live_owner.create_conversation("Held upload")
-    held: list[Route] = []
-
-    def hold_the_first(route: Route) -> None:
-        if held:
-            route.continue_()
-        else:
-            held.append(route)  # never answered: the server "hangs" on this upload
-
-    page.route(f"**/api/conversations/{conversation_id}/attachments/", hold_the_first)
+    hang = HoldTheFirst()  # the server "hangs" on this upload
+    held = hang.held
+    page.route(f"**/api/conversations/{conversation_id}/attachments/", hang)
     page.clock.install()
     open_conversation(page, conversation_id)
 
     attach_by_button(page, text_file("held.txt"))
-    for _ in range(300):  # the upload went out and waits for its answer
-        if held:
-            break
-        page.wait_for_timeout(50)
-    assert held, "the upload never went out"
+    until(page, lambda: bool(held), "the upload to go out")
     expect(chip(page, "held.txt")).to_have_attribute("data-state", "uploading")
-    page.clock.fast_forward(20_000)  # the page's clock reaches the bound every page call has
+    page.clock.fast_forward(ANSWER_WITHIN_MS)  # the page's clock reaches the bound every page call has
 
     expect(chip(page, "held.txt")).to_have_attribute("data-state", "refused")
     expect(chip(page, "held.txt").get_by_role("alert")).to_have_text(

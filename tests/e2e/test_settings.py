@@ -13,13 +13,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from playwright.sync_api import Page, Response, Route, expect
+from playwright.sync_api import Page, Response, expect
 
 from conversations import instructions, model_settings
 from conversations.models import ModelConfiguration, ProviderKey
 from conversations.providers.catalog import ANTHROPIC_MODELS, OPENAI_MODELS
 from flarebot.core.models import Installation
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import ANSWER_WITHIN_MS, HoldTheFirst, screenshot, until
 from tests.e2e.settings_support import Dialogs, api_get, dialogs, settings_page
 from tests.support.fake_providers import FakeProviders
 from tests.support.owner import OWNER_PASSWORD, OWNER_USERNAME
@@ -438,15 +438,9 @@ def test_a_call_the_server_never_answers_fails_in_time_with_retry_and_its_late_a
 ) -> None:
     page = settings_page
     instructions.instructions_set(text="The instructions the server holds now.")
-    held: list[Route] = []
-
-    def hold_the_first(route: Route) -> None:
-        if not held:
-            held.append(route)  # never answered: the server "hangs" on this call
-        else:
-            route.continue_()
-
-    page.route("**/api/settings/instructions/", hold_the_first)
+    hang = HoldTheFirst()  # the server "hangs" on this call
+    held = hang.held
+    page.route("**/api/settings/instructions/", hang)
     in_flight: set[str] = set()
     page.on("request", lambda request: in_flight.add(request.url))
     page.on("requestfinished", lambda request: in_flight.discard(request.url))
@@ -455,13 +449,13 @@ def test_a_call_the_server_never_answers_fails_in_time_with_retry_and_its_late_a
 
     status = page.locator("#page-status")
     # Once every other call of the page's load has answered (the held one never will),
-    # the page's clock is moved to the call's bound (api.js) instead of waiting 20 s.
-    for _ in range(300):
-        if held and all(url.endswith("/api/settings/instructions/") for url in in_flight):
-            break
-        page.wait_for_timeout(50)
-    assert held, f"the page never asked for the instructions; still waiting for {in_flight}"
-    page.clock.fast_forward(20_000)
+    # the page's clock is moved to the call's bound instead of waiting 20 s.
+    until(
+        page,
+        lambda: bool(held) and all(url.endswith("/api/settings/instructions/") for url in in_flight),
+        "the instructions asked for, every other call answered",
+    )
+    page.clock.fast_forward(ANSWER_WITHIN_MS)
     expect(status).to_contain_text("The server did not answer within 20 s.")
     retry = page.get_by_role("button", name="Retry")
     expect(retry).to_be_visible()
