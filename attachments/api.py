@@ -17,7 +17,7 @@ from attachments import selectors, services
 from attachments.errors import UploadInvalid, UploadNameTooLong
 from attachments.limits import FILE_MAX
 from attachments.models import IMAGE_TYPES, Attachment, MediaType
-from attachments.storage import blob_path
+from attachments.storage import blob_path, download_name
 from attachments.uploads import FIELD, AttachmentUploadHandler, Upload
 from flarebot.core.api import parse_uuid
 from flarebot.core.schema import errors, path_id
@@ -107,7 +107,8 @@ class AttachmentDetailApi(APIView):
     @extend_schema(
         description=(
             "The file, to the owner's session only: `Content-Disposition: attachment` (images `inline`, their type "
-            "confirmed from the content), `X-Content-Type-Options: nosniff` and a sandboxing CSP."
+            "confirmed from the content), `X-Content-Type-Options: nosniff` and a sandboxing CSP. The filename ends "
+            "in an extension of the served type (`page.html` served as text downloads as `page.html.txt`)."
         ),
         responses={
             **{(200, media_type): OpenApiResponse(OpenApiTypes.BINARY) for media_type in MediaType.values},
@@ -122,7 +123,7 @@ class AttachmentDetailApi(APIView):
         response = FileResponse(
             blob_path(attachment.sha256).open("rb"),
             as_attachment=attachment.media_type not in IMAGE_TYPES,
-            filename=attachment.name,
+            filename=download_name(attachment.name, attachment.media_type),
             content_type=content_type,
         )
         response["X-Content-Type-Options"] = "nosniff"

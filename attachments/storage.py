@@ -11,6 +11,13 @@ upload so a refused type stops it early) and, for text, from all of it (`Sniffer
 images and PDFs by their magic numbers, text when it is UTF-8 without NUL, classified by
 the name's extension (Markdown, CSV, JSON; code and anything else is plain text); markup
 a browser would run (HTML, SVG, XML) is refused whatever the name says.
+
+Only the start is checked for markup: text with markup further in (a `page.html` whose
+`<script>` comes after a page of notes, source code holding HTML) is stored as text. So
+a file downloads under `download_name`, which ends in an extension of its stored type
+(`page.html` as `page.html.txt`, a GIF named `poly.html` as `poly.html.gif`): saved and
+opened, it opens as what it was served as, never as a page. The stored name stays the
+one the owner gave, for display.
 """
 
 from __future__ import annotations
@@ -43,6 +50,18 @@ _MAGIC: list[tuple[bytes, int, MediaType]] = [
 ]
 _MARKUP = re.compile(rb"^(\xef\xbb\xbf)?\s*<(!doctype|html|svg|\?xml|script|head|body|iframe|!--)", re.IGNORECASE)
 _BY_EXTENSION = {"md": MediaType.MARKDOWN, "markdown": MediaType.MARKDOWN, "csv": MediaType.CSV, "json": MediaType.JSON}
+# What a served file's download name may end in, by its type; the first is added to any other name.
+_DOWNLOAD_EXTENSIONS: dict[str, tuple[str, ...]] = {
+    MediaType.PNG: ("png",),
+    MediaType.JPEG: ("jpg", "jpeg"),
+    MediaType.GIF: ("gif",),
+    MediaType.WEBP: ("webp",),
+    MediaType.PDF: ("pdf",),
+    MediaType.TEXT: ("txt",),
+    MediaType.MARKDOWN: ("md", "markdown"),
+    MediaType.CSV: ("csv",),
+    MediaType.JSON: ("json",),
+}
 
 
 def root() -> Path:
@@ -109,6 +128,15 @@ def name_clean(raw: str) -> str:
         else:
             name = name[:NAME_MAX]
     return name
+
+
+def download_name(name: str, media_type: str) -> str:
+    """Return the name a file downloads under: its own when it ends in an extension of its type, else with one added."""
+    extensions = _DOWNLOAD_EXTENSIONS[media_type]
+    if name.lower().endswith(tuple(f".{extension}" for extension in extensions)):
+        return name
+    suffix = f".{extensions[0]}"
+    return name[: NAME_MAX - len(suffix)] + suffix
 
 
 def _extension(name: str) -> str:

@@ -1,7 +1,8 @@
 // A message's attachments in the transcript, the owner's or an answer's: a chip per file
 // (name, size, type, a download link), an image as a small thumbnail that opens the viewer
 // (the page's <dialog id="attachment-viewer">: the image large, its name, a download link;
-// Esc or Close shuts it and focus goes back to the thumbnail).
+// Esc or Close shuts it and focus goes back to the thumbnail). A download is named by the
+// server (`download` left empty): a text file named `page.html` saves as `page.html.txt`.
 
 import { el } from "./dom.js";
 
@@ -41,7 +42,7 @@ function chip(part) {
   }
   const link = el("a", "file-link", name);
   link.href = served(part);
-  link.download = name;
+  link.download = "";
   link.title = `Download ${name}`;
   item.append(link, el("span", "file-meta", `${sizeText(Number(part.size) || 0)} · ${part.media_type || ""}`));
   return item;
@@ -64,7 +65,7 @@ function openViewer(part, from) {
   viewerImage.alt = name;
   viewerName.textContent = name;
   viewerDownload.href = served(part);
-  viewerDownload.download = name;
+  viewerDownload.download = "";
   viewer.showModal();
 }
 

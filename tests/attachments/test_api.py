@@ -12,6 +12,7 @@ from attachments.limits import FILE_MAX
 from attachments.models import Attachment
 from attachments.storage import blob_path, tmp_dir
 from conversations import services as conversations
+from conversations.turns import turn_submit
 from tests.attachments.support import pdf, png, upload
 
 pytestmark = pytest.mark.django_db
@@ -63,6 +64,78 @@ def test_it_serves_other_files_as_downloads(owner_client, conversation):
     assert served["Content-Type"] == "text/markdown; charset=utf-8"
     assert served["Content-Disposition"] == 'attachment; filename="notes.md"'
     assert served["Content-Security-Policy"] == "sandbox; default-src 'none'"
+
+
+# Plain notes with a page after them: the first bytes say text, so the upload is stored as text.
+LATE_PAGE = b"Notes from the meeting.\n" * 100 + b"<html><body><script>alert(document.cookie)</script></body></html>\n"
+
+
+def test_a_text_file_named_as_a_page_downloads_as_text_under_a_txt_name(owner_client, conversation):
+    assert len(LATE_PAGE) > 2048
+    body = upload(owner_client, conversation.id, "page.html", LATE_PAGE).json()
+    assert (body["name"], body["media_type"]) == ("page.html", "text/plain")
+
+    served = owner_client.get(f"/api/attachments/{body['id']}/")
+
+    assert b"".join(served.streaming_content) == LATE_PAGE
+    assert served["Content-Type"] == "text/plain; charset=utf-8"
+    assert served["Content-Disposition"] == 'attachment; filename="page.html.txt"'
+    assert served["X-Content-Type-Options"] == "nosniff"
+    assert served["Content-Security-Policy"] == "sandbox; default-src 'none'"
+    # Only the download's name changes: the transcript shows the name the owner gave.
+    turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text="", attachments=[body["id"]])
+    messages = owner_client.get(f"/api/conversations/{conversation.id}/messages/").json()["messages"]
+    assert [(p["name"], p["media_type"]) for p in messages[-1]["parts"] if p["type"] == "attachment"] == [
+        ("page.html", "text/plain")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "disposition"),
+    [
+        ("notes.txt", b"notes\n", 'attachment; filename="notes.txt"'),
+        ("NOTES.TXT", b"notes\n", 'attachment; filename="NOTES.TXT"'),
+        ("README", b"plain words\n", 'attachment; filename="README.txt"'),
+        ("main.py", b"print('<html>')\n", 'attachment; filename="main.py.txt"'),
+        ("image.svg", b"A drawing.\n<svg onload=alert(1)/>\n", 'attachment; filename="image.svg.txt"'),
+        ("data.csv", b"a,b\n1,2\n", 'attachment; filename="data.csv"'),
+        ("data.json", b'{"a": 1}', 'attachment; filename="data.json"'),
+        ("scan.pdf", pdf(["one"]), 'attachment; filename="scan.pdf"'),
+        ("shot.png", png(), 'inline; filename="shot.png"'),
+        ("photo.JPEG", b"\xff\xd8\xff\xe0" + b"\x00" * 32, 'inline; filename="photo.JPEG"'),
+        # The content decides the type, and the name it downloads under ends in that type's extension.
+        ("poly.html", b"GIF89a/*<html><script>alert(1)</script>*/", 'inline; filename="poly.html.gif"'),
+        ("photo.pdf", png(), 'inline; filename="photo.pdf.png"'),
+        # A name that is not ASCII is sent in RFC 5987 form, the extension added inside it.
+        (
+            "страница.html",
+            b"text\n<script>alert(1)</script>\n",
+            "attachment; filename*=utf-8''%D1%81%D1%82%D1%80%D0%B0%D0%BD%D0%B8%D1%86%D0%B0.html.txt",
+        ),
+        ('say "hi".htm', b"hi\n<script>alert(1)</script>\n", 'attachment; filename="say \\"hi\\".htm.txt"'),
+    ],
+)
+def test_it_downloads_a_file_under_a_name_ending_in_its_types_extension(
+    owner_client, conversation, name, content, disposition
+):
+    body = upload(owner_client, conversation.id, name, content).json()
+    assert body["name"] == name
+
+    served = owner_client.get(f"/api/attachments/{body['id']}/")
+
+    assert served.status_code == 200
+    assert served["Content-Disposition"] == disposition
+    assert served["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_name_of_255_characters_stays_within_255_when_txt_is_added(owner_client, conversation):
+    name = "n" * 250 + ".html"
+    body = raw_upload(owner_client, conversation.id, name, b"hello\n<script>alert(1)</script>\n").json()
+    assert body["name"] == name
+
+    served = owner_client.get(f"/api/attachments/{body['id']}/")
+
+    assert served["Content-Disposition"] == f'attachment; filename="{"n" * 250}..txt"'
 
 
 def test_it_serves_nothing_without_the_owners_session(owner_client, anonymous_client, conversation):

@@ -59,6 +59,22 @@ def test_another_call_of_the_same_content_has_its_own_row_and_shares_the_blob(an
     assert first.sha256 == second.sha256
 
 
+def test_a_returned_text_file_named_as_a_page_downloads_as_text_under_a_txt_name(answered, owner_client):
+    conversation, turn = answered
+    page = b"Report.\n" * 300 + b"<html><script>alert(document.cookie)</script></html>\n"
+    stored = attachment_from_tool(
+        conversation_id=conversation.id, turn_id=turn.id, tool_call_id="c1", name="report.html", data=page
+    )
+    assert (stored.name, stored.media_type) == ("report.html", "text/plain")
+
+    served = owner_client.get(f"/api/attachments/{stored.id}/")
+
+    assert b"".join(served.streaming_content) == page
+    assert served["Content-Type"] == "text/plain; charset=utf-8"
+    assert served["Content-Disposition"] == 'attachment; filename="report.html.txt"'
+    assert served["X-Content-Type-Options"] == "nosniff"
+
+
 def test_a_refused_type_or_size_stores_nothing(answered):
     conversation, turn = answered
     with pytest.raises(UnsupportedType):
