@@ -25,6 +25,8 @@ from attachments.storage import Sniffer, name_clean, tmp_dir
 
 # Room for the multipart boundaries and headers around the one file.
 MULTIPART_OVERHEAD = 64 * 1024
+# The most an upload's body may be; the web process refuses more before reading it (attachments/urls.py).
+UPLOAD_BODY_MAX = FILE_MAX + MULTIPART_OVERHEAD
 FIELD = "file"
 
 
@@ -53,7 +55,7 @@ class AttachmentUploadHandler(FileUploadHandler):
     def handle_raw_input(
         self, input_data: Any, META: Any, content_length: int, boundary: Any, encoding: str | None = None
     ) -> None:
-        if content_length > FILE_MAX + MULTIPART_OVERHEAD:
+        if content_length > UPLOAD_BODY_MAX:
             raise AttachmentTooLarge(too_large_message())
 
     def new_file(self, field_name: str, file_name: str, *args: Any, **kwargs: Any) -> None:

@@ -1,5 +1,7 @@
-"""The web process: daphne, whose access log writes paths without their query strings.
+"""The web process: daphne, bounding request bodies before it reads them, logging paths without queries.
 
+daphne reads a request's whole body before the application sees any of it, so a body's
+bound acts in its HTTP protocol, as the headers and the bytes arrive (`flarebot.web_bounds`).
 A query string can carry what must never reach a log: the one-time setup token
 (`/setup/?token=...`) and the words of a search (`/api/conversations/?q=...`). Run it as
 daphne is run: `python -m flarebot.web -b 127.0.0.1 -p 8000 flarebot.asgi:application`.
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from daphne.cli import CommandLineInterface
+from daphne.http_protocol import HTTPFactory
 from daphne.server import Server
 
 ActionLogger = Callable[[str, str, dict[str, Any]], None]
@@ -28,13 +31,28 @@ def without_queries(log: ActionLogger) -> ActionLogger:
     return log_action
 
 
-class QuerylessServer(Server):
+class WebServer(Server):
+    """daphne's server, its access log without queries and its requests bounded."""
+
     def __init__(self, *args: Any, action_logger: ActionLogger | None = None, **kwargs: Any) -> None:
         super().__init__(*args, action_logger=without_queries(action_logger) if action_logger else None, **kwargs)
 
+    # daphne's run() builds its HTTP factory inline and keeps it here before it listens: the
+    # bounded factory takes its place.
+    @property
+    def http_factory(self) -> HTTPFactory:
+        return self._bounded_factory
+
+    @http_factory.setter
+    def http_factory(self, built: HTTPFactory) -> None:
+        # Imported now, once daphne has loaded the application: the bounds read Django's routes.
+        from flarebot.web_bounds import BoundedHTTPFactory
+
+        self._bounded_factory = BoundedHTTPFactory(self)
+
 
 class WebCommandLine(CommandLineInterface):
-    server_class = QuerylessServer
+    server_class = WebServer
 
 
 if __name__ == "__main__":

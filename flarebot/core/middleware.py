@@ -22,12 +22,25 @@ from flarebot.core.sessions import SessionState, owner_session_state, session_co
 Handler = Callable[[HttpRequest], HttpResponse]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 PUBLIC_PREFIXES = ("/status/", "/static/")
+API_PREFIX = "/api/"
 # Reachable before an owner exists: the page itself answers 404 without the one-time token.
 SETUP_PATH = "/setup/"
+# What the refusals say; the web process says the same before it reads a body (flarebot.core.request_bounds).
+ORIGIN_REFUSED_MESSAGE = "This request must come from Flarebot's own origin."
+DUPLICATE_COOKIE_MESSAGE = "The session cookie was sent more than once."
+SIGN_IN_MESSAGE = "Sign in to continue."
 
 
 def is_api(request: HttpRequest) -> bool:
-    return request.path.startswith("/api/")
+    return request.path.startswith(API_PREFIX)
+
+
+def origin_refused(*, path: str, method: str, origin: str | None) -> bool:
+    """Whether the Origin is refused: foreign on any method, or not Flarebot's own on an unsafe one."""
+    if path == "/status/":
+        return False
+    own = settings.FLAREBOT_ORIGIN
+    return (method not in SAFE_METHODS and origin != own) or (origin is not None and origin != own)
 
 
 def refusal(request: HttpRequest, status: int, code: str, message: str) -> HttpResponse:
@@ -92,14 +105,8 @@ class OriginGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path == "/status/":
-            return self.get_response(request)
-        origin = request.headers.get("Origin")
-        unsafe = request.method not in SAFE_METHODS
-        if (unsafe and origin != settings.FLAREBOT_ORIGIN) or (
-            origin is not None and origin != settings.FLAREBOT_ORIGIN
-        ):
-            return refusal(request, 403, "origin_refused", "This request must come from Flarebot's own origin.")
+        if origin_refused(path=request.path, method=str(request.method), origin=request.headers.get("Origin")):
+            return refusal(request, 403, "origin_refused", ORIGIN_REFUSED_MESSAGE)
         return self.get_response(request)
 
 
@@ -147,7 +154,7 @@ class DuplicateSessionCookieMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if session_cookie_count(request.META.get("HTTP_COOKIE", "")) > 1:
             if is_api(request):
-                return refusal(request, 401, "duplicate_cookie", "The session cookie was sent more than once.")
+                return refusal(request, 401, "duplicate_cookie", DUPLICATE_COOKIE_MESSAGE)
             request.COOKIES.pop(settings.SESSION_COOKIE_NAME, None)
         return self.get_response(request)
 
@@ -168,5 +175,5 @@ class OwnerSessionMiddleware:
         if state in (SessionState.EXPIRED, SessionState.NOT_OWNER):
             logout(request)  # pages then treat the visitor as signed out
         if is_api(request) and state is not SessionState.VALID:
-            return refusal(request, 401, "not_authenticated", "Sign in to continue.")
+            return refusal(request, 401, "not_authenticated", SIGN_IN_MESSAGE)
         return self.get_response(request)

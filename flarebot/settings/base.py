@@ -151,6 +151,8 @@ if CONFIG.production:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = CONFIG.hsts_preload
 
+# Also the bound the web process holds every request body to before reading it, an upload excepted
+# (flarebot.core.request_bounds).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
 
