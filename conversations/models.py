@@ -35,6 +35,10 @@ class Conversation(BaseModel):
     # back, and when it last moved (what the needs-you list clears by opening).
     read_sequence = models.PositiveBigIntegerField(default=0)
     read_at = models.DateTimeField(null=True, blank=True)
+    # When a tool call of this conversation first read content from outside (the web, an
+    # attachment), set before that call ran: from then on its writes outside the turn are
+    # proposals (conversations.write_proposals). Never cleared.
+    untrusted_read_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -12,15 +12,15 @@ import uuid
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from attachments.models import Attachment
 from conversations.eventlog import events_append_published
 from conversations.events import write_proposal_updated
-from conversations.models import BrowserTask
+from conversations.models import BrowserTask, Conversation
 from conversations.selectors import conversation_require_active
-from tools.models import ToolActivity, WriteProposal, WriteProposalState
+from tools.models import WriteProposal, WriteProposalState
 from tools.proposals import ProposalJson, proposal_json, write_proposal_decide
-from tools.registry import tools_reading_untrusted
 
 NEEDS_CONFIRMATION = "needs_confirmation"
 
@@ -31,14 +31,22 @@ def conversation_has_read_untrusted(*, conversation_id: uuid.UUID) -> bool:
     Anything a web tool read (or a file attached to a message) stays in the transcript every
     later turn sends, and a browser task's outcome was written by a model that read its
     pages: from the first such call, file or task on, the conversation's writes outside the
-    turn are proposals.
+    turn are proposals. A call that reads outside content marks the conversation before it
+    runs (`conversation_untrusted_mark`): a fact of its own, which no later call's record
+    can overwrite.
     """
-    untrusted = tools_reading_untrusted()
     return (
-        ToolActivity.objects.filter(conversation_id=conversation_id, kind__in=untrusted).exists()
+        Conversation.objects.filter(id=conversation_id, untrusted_read_at__isnull=False).exists()
         or BrowserTask.objects.filter(conversation_id=conversation_id).exists()
         # A file sent to the model may hold words written elsewhere (a downloaded PDF).
         or Attachment.objects.filter(conversation_id=conversation_id, message__isnull=False).exists()
+    )
+
+
+def conversation_untrusted_mark(*, conversation_id: uuid.UUID) -> None:
+    """Record that a call of this conversation is about to read content from outside (the first time counts)."""
+    Conversation.objects.filter(id=conversation_id, untrusted_read_at__isnull=True).update(
+        untrusted_read_at=timezone.now()
     )
 
 

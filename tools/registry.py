@@ -231,9 +231,9 @@ def tool_get(name: str) -> Tool | None:
     return _tools.get(name)
 
 
-def tools_reading_untrusted() -> list[str]:
-    """The names of the tools whose output comes from outside (see `Tool.reads_untrusted`)."""
-    return sorted(name for name, tool in _tools.items() if tool.reads_untrusted)
+def reads_untrusted(names: Iterable[str]) -> bool:
+    """Whether any of these tools' output comes from outside (see `Tool.reads_untrusted`)."""
+    return any(tool.reads_untrusted for name in names if (tool := _tools.get(name)) is not None)
 
 
 def tools_citing_sources() -> list[str]:

@@ -12,17 +12,17 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 from conversations.engine.writer import TranscriptWriter
 from conversations.events import NewEvent, activity_events, tool_finished, tool_progress, tool_started
 from conversations.model_settings import provider_key_read
-from conversations.providers.base import ToolCall
+from conversations.providers.base import ToolCall, engine_call_id
 from conversations.selectors import conversation_is_active
 from conversations.turns import Claim
-from conversations.write_proposals import conversation_has_read_untrusted
+from conversations.write_proposals import conversation_has_read_untrusted, conversation_untrusted_mark
 from flarebot.core.crypto import Secret
 from flarebot.core.database import db
 from tools.activity import (
@@ -36,7 +36,7 @@ from tools.activity import (
     activity_running,
 )
 from tools.models import ActivityStatus
-from tools.registry import KeyMissing, ToolContext, tool_get
+from tools.registry import KeyMissing, ToolContext, reads_untrusted, tool_get
 from tools.runtime import Availability, CallResult, CallWatch, failed_call, tool_call_execute
 
 PROGRESS_INTERVAL = 0.25  # at most four progress writes a second per call
@@ -64,18 +64,27 @@ async def run_tool_calls(
     cancelled: asyncio.Event,
     turn_tools: TurnTools,
 ) -> None:
-    """Record the calls as tool parts, run them together, and record each result."""
+    """Record the calls as tool parts, run them together, and record each result.
+
+    Each call gets the engine's identity here (`engine_call_id`); the provider's id is kept
+    in its part only to answer the provider. When one of them reads untrusted content, the
+    conversation is marked as having read it before any of them runs.
+    """
+    calls = [replace(call, id=engine_call_id(claim.turn_id, step, index)) for index, call in enumerate(calls)]
     for call in calls:
         writer.parts.append(
             {
                 "type": "tool",
                 "tool_call_id": call.id,
+                "provider_call_id": call.provider_id,
                 "name": call.name,
                 "input": call.input,
                 "output": None,
                 "step": step,
             }
         )
+    if reads_untrusted(call.name for call in calls if call.name in offered):
+        await db(conversation_untrusted_mark)(conversation_id=claim.conversation_id)
     activities = [
         activity_begin(conversation_id=claim.conversation_id, turn_id=claim.turn_id, tool_call_id=c.id, name=c.name)
         for c in calls
@@ -99,6 +108,8 @@ async def rerun_tool_calls(
     if not calls:
         return
     activities = [by_id[call.id] for call in calls]
+    if reads_untrusted(call.name for call in calls):
+        await db(conversation_untrusted_mark)(conversation_id=claim.conversation_id)
     await writer.record([e for a in activities for e in _activity_event(claim, a)], tuple(activities))
     await _run_all(claim, writer, calls, activities, {c.name for c in calls}, cancelled, turn_tools)
 
@@ -276,7 +287,9 @@ class ProgressCoalescer:
 def rerun_calls_of(parts: list[dict[str, Any]]) -> list[ToolCall]:
     """The tool calls in an answer's parts that still await their output (recovery runs them)."""
     return [
-        ToolCall(part["tool_call_id"], part["name"], part.get("input") or {})
+        ToolCall(
+            part["tool_call_id"], part["name"], part.get("input") or {}, provider_id=part.get("provider_call_id", "")
+        )
         for part in parts
         if part["type"] == "tool" and part.get("output") is None
     ]

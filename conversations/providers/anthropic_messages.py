@@ -15,6 +15,7 @@ from conversations.providers.base import (
     StreamEvent,
     TextDelta,
     ToolCall,
+    provider_call_id,
     steps_of,
     tool_output,
 )
@@ -49,12 +50,12 @@ def anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
         for texts, tools in steps_of(message["parts"]):
             content: list[dict[str, Any]] = [{"type": "text", "text": p["text"]} for p in texts]
             content += [
-                {"type": "tool_use", "id": p["tool_call_id"], "name": p["name"], "input": p["input"]} for p in tools
+                {"type": "tool_use", "id": provider_call_id(p), "name": p["name"], "input": p["input"]} for p in tools
             ]
             messages.append({"role": "assistant", "content": content})
             if tools:
                 results = [
-                    {"type": "tool_result", "tool_use_id": p["tool_call_id"], "content": json.dumps(tool_output(p))}
+                    {"type": "tool_result", "tool_use_id": provider_call_id(p), "content": json.dumps(tool_output(p))}
                     for p in tools
                 ]
                 messages.append({"role": "user", "content": results})
@@ -129,7 +130,7 @@ async def _events(sse: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
                     tool_blocks[event["index"]]["json"] += delta["partial_json"]
             elif kind == "content_block_stop" and event["index"] in tool_blocks:
                 block = tool_blocks.pop(event["index"])
-                yield ToolCall(block["id"], block["name"], _tool_input(block["json"]))
+                yield ToolCall("", block["name"], _tool_input(block["json"]), provider_id=block["id"])
             elif kind == "message_delta":
                 stop_reason = event["delta"].get("stop_reason") or stop_reason
                 output_tokens = (event.get("usage") or {}).get("output_tokens") or output_tokens

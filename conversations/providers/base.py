@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -42,9 +43,34 @@ class TextDelta:
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A tool call of a model step.
+
+    `provider_id` is the provider's id for the call: provider data, used only to answer the
+    provider with the call's result. Some OpenAI-compatible servers repeat one id for every
+    call, send an empty one, or send ids of any length. `id` is the engine's identity of the
+    call (`engine_call_id`: turn, step, index), given when the step's calls are recorded;
+    everything that names a call (its tool part, card, events, leases, idempotency keys)
+    uses it. An adapter yields calls with `id` empty.
+    """
+
     id: str
     name: str
     input: dict[str, Any]
+    provider_id: str = ""
+
+
+def engine_call_id(turn_id: uuid.UUID, step: int, index: int) -> str:
+    """The engine's identity of the `index`-th call of a turn's `step`: unique, at most 48 characters of [a-z0-9_]."""
+    return f"call_{turn_id.hex}_{step}_{index}"
+
+
+def provider_call_id(part: dict[str, Any]) -> str:
+    """The id to answer the provider with for a stored tool part.
+
+    The provider's own id; the engine's where the provider gave none (an empty id) and in
+    parts stored before the engine had its own, whose `tool_call_id` is the provider's.
+    """
+    return str(part.get("provider_call_id") or part["tool_call_id"])
 
 
 @dataclass(frozen=True)

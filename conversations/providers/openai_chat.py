@@ -18,6 +18,7 @@ from conversations.providers.base import (
     StreamEvent,
     TextDelta,
     ToolCall,
+    provider_call_id,
     steps_of,
     tool_output,
 )
@@ -39,7 +40,7 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
             if tools:
                 entry["tool_calls"] = [
                     {
-                        "id": p["tool_call_id"],
+                        "id": provider_call_id(p),
                         "type": "function",
                         "function": {"name": p["name"], "arguments": json.dumps(p["input"])},
                     }
@@ -47,7 +48,7 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 ]
             messages.append(entry)
             messages += [
-                {"role": "tool", "tool_call_id": p["tool_call_id"], "content": json.dumps(tool_output(p))}
+                {"role": "tool", "tool_call_id": provider_call_id(p), "content": json.dumps(tool_output(p))}
                 for p in tools
             ]
     return messages
@@ -108,7 +109,7 @@ class ChatCompletionsAdapter:
                 await stream.close()
 
     async def _events(self, stream: Any) -> AsyncIterator[StreamEvent]:
-        calls: dict[int, dict[str, str]] = {}
+        calls = _StreamedCalls()
         stop_reason, input_tokens, output_tokens = "stop", 0, 0
         with sdk_errors(openai, self.label, keyed=self.needs_key, answering=True):
             async for chunk in stream:
@@ -120,19 +121,48 @@ class ChatCompletionsAdapter:
                     if delta is not None and delta.content:
                         yield TextDelta(delta.content)
                     for call in (delta.tool_calls if delta is not None else None) or []:
-                        entry = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-                        entry["id"] = call.id or entry["id"]
-                        if call.function is not None:
-                            entry["name"] = call.function.name or entry["name"]
-                            entry["arguments"] += call.function.arguments or ""
+                        calls.add(call)
                     if choice.finish_reason:
                         stop_reason = choice.finish_reason
-            for index in sorted(calls):
-                entry = calls[index]
-                if not entry["id"] or not entry["name"]:
-                    raise ValueError("tool call without id or name")
-                yield ToolCall(entry["id"], entry["name"], _arguments(entry["arguments"]))
+            for call in calls.complete():
+                yield call
         yield StepFinished(stop_reason, input_tokens, output_tokens)
+
+
+class _StreamedCalls:
+    """A step's tool calls, put together from their streamed pieces.
+
+    Pieces of one call share its `index`; its name comes once, in its first piece. Some
+    OpenAI-compatible servers give every call the same index (or none): a piece that names
+    a tool where the call at its index has a name already starts the next call. Ids are
+    the provider's (kept to answer it) and may be empty or repeated: the engine gives each
+    call its own identity.
+    """
+
+    def __init__(self) -> None:
+        self._calls: list[dict[str, str]] = []
+        self._at: dict[int, dict[str, str]] = {}
+
+    def add(self, piece: Any) -> None:
+        index = piece.index if isinstance(piece.index, int) else 0
+        name = piece.function.name if piece.function is not None else None
+        entry = self._at.get(index)
+        if entry is None or (name and entry["name"]):
+            entry = {"id": "", "name": "", "arguments": ""}
+            self._calls.append(entry)
+            self._at[index] = entry
+        entry["id"] = piece.id or entry["id"]
+        if piece.function is not None:
+            entry["name"] = name or entry["name"]
+            entry["arguments"] += piece.function.arguments or ""
+
+    def complete(self) -> list[ToolCall]:
+        if any(not entry["name"] for entry in self._calls):
+            raise ValueError("tool call without a name")
+        return [
+            ToolCall("", entry["name"], _arguments(entry["arguments"]), provider_id=entry["id"])
+            for entry in self._calls
+        ]
 
 
 def _arguments(raw: str) -> dict[str, Any]:

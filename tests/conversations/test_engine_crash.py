@@ -20,6 +20,7 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import Turn
+from conversations.providers.base import engine_call_id
 from flarebot.core.env import BASE_DIR
 from tests.support.engine import (
     assistant_parts,
@@ -93,11 +94,13 @@ async def test_it_reruns_the_read_call_and_never_the_effect_call_after_a_sigkill
     await run(turn.id, cancels)
 
     assert (await turn_get(turn.id)).status == "completed"
+    post, wx = engine_call_id(turn.id, 0, 0), engine_call_id(turn.id, 0, 1)
     starts = record.read_text().splitlines()
-    assert sorted(starts) == sorted(["send_postcard c_post", "weather_forecast c_wx", "weather_forecast c_wx"])
+    assert sorted(starts) == sorted([f"send_postcard {post}", f"weather_forecast {wx}", f"weather_forecast {wx}"])
     parts = {p["tool_call_id"]: p for p in tool_parts(await assistant_parts(turn.id))}
-    assert (parts["c_post"]["status"], parts["c_post"]["output"]) == ("interrupted", INTERRUPTED)
-    assert (parts["c_wx"]["status"], parts["c_wx"]["output"]) == (
+    assert (parts[post]["provider_call_id"], parts[wx]["provider_call_id"]) == ("c_post", "c_wx")
+    assert (parts[post]["status"], parts[post]["output"]) == ("interrupted", INTERRUPTED)
+    assert (parts[wx]["status"], parts[wx]["output"]) == (
         "succeeded",
         {"done": "weather_forecast", "city": "Faro"},
     )
@@ -107,8 +110,8 @@ async def test_it_reruns_the_read_call_and_never_the_effect_call_after_a_sigkill
         "c_wx": {"done": "weather_forecast", "city": "Faro"},
     }
     cards = await orm(lambda: {a.tool_call_id: a for a in ToolActivity.objects.filter(turn_id=turn.id)})()
-    assert (cards["c_post"].status, cards["c_post"].execution_count) == ("interrupted", 1)
-    assert (cards["c_wx"].status, cards["c_wx"].execution_count) == ("succeeded", 2)
+    assert (cards[post].status, cards[post].execution_count) == ("interrupted", 1)
+    assert (cards[wx].status, cards[wx].execution_count) == ("succeeded", 2)
     kinds = [e.kind for e in await events(conversation_id)]
     assert kinds.count("turn.started") == 2
     assert len(fake_providers.requests) == 2

@@ -20,6 +20,7 @@ from django.utils import timezone
 from conversations.engine import runner
 from conversations.model_settings import provider_key_set
 from conversations.models import Conversation, Turn
+from conversations.providers.base import engine_call_id
 from conversations.services import conversation_delete, conversation_teardown
 from conversations.turns import LEASE, turn_claim
 from flarebot.core.crypto import Secret
@@ -107,7 +108,7 @@ async def test_it_answers_invalid_input_to_the_model_and_never_runs_the_tool(
     assert "$.city" in message
     assert len(message) <= 500
     assert tool_results_sent(anthropic, fake_providers.requests[1].body)["c1"] == part["output"]
-    card = await final_card(turn.id, "c1")
+    card = await final_card(turn.id, engine_call_id(turn.id, 0, 0))
     assert (card.status, card.execution_count, card.started_at) == ("failed", 0, None)
     # The card never quotes what the model sent; the model gets the details.
     assert card.summary == "forecast was given input it does not accept; the model was told why."
@@ -153,13 +154,14 @@ async def test_it_stops_a_call_at_its_deadline_runs_its_cleanup_and_goes_on(
     turn = await ask(conversation_id, "Run the slow job.", cancels)
 
     assert turn.status == "completed"
-    assert stopped == ["c1"]
-    assert [(r.tool_call_id, r.turn_id, r.reason) for r in cleaned] == [("c1", turn.id, "timeout")]
+    call_id = engine_call_id(turn.id, 0, 0)
+    assert stopped == [call_id]
+    assert [(r.tool_call_id, r.turn_id, r.reason) for r in cleaned] == [(call_id, turn.id, "timeout")]
     timeout = {"error": "timeout", "message": "Slow job did not finish within 0.5 s and was stopped."}
     [part] = tool_parts(await assistant_parts(turn.id))
     assert (part["status"], part["output"]) == ("failed", timeout)
     assert tool_results_sent(anthropic, fake_providers.requests[1].body) == {"c1": timeout}
-    card = await final_card(turn.id, "c1")
+    card = await final_card(turn.id, call_id)
     assert (card.status, card.summary) == ("failed", timeout["message"])
     assert 500 <= (card.finished_at - card.started_at).total_seconds() * 1000 < 20_000  # never the 30 s
 
@@ -198,7 +200,7 @@ async def test_it_gives_up_on_a_call_that_ignores_its_cancellation_after_the_gra
     # The late result changes nothing: the outcome was decided at the timeout.
     [part] = tool_parts(await assistant_parts(turn.id))
     assert part["output"]["error"] == "timeout"
-    assert (await final_card(turn.id, "c1")).status == "failed"
+    assert (await final_card(turn.id, engine_call_id(turn.id, 0, 0))).status == "failed"
     assert [c["status"] for c in await cards(conversation_id)] == ["pending", "running", "failed"]
 
 
@@ -233,7 +235,7 @@ async def test_it_discards_a_result_that_arrives_after_the_owner_cancelled(
     [part] = tool_parts(await assistant_parts(turn.id))
     assert (part["status"], part["output"]["error"]) == ("cancelled", "cancelled")
     assert "partial" not in part["output"]  # the tool does not ask for it: the late value is dropped
-    assert (await final_card(turn.id, "c1")).status == "cancelled"
+    assert (await final_card(turn.id, engine_call_id(turn.id, 0, 0))).status == "cancelled"
     assert [c["status"] for c in await cards(conversation_id)] == ["pending", "running", "cancelled"]
 
 
@@ -266,7 +268,7 @@ async def test_it_offers_an_unavailable_tool_and_answers_at_once_with_what_to_co
         ("unavailable", unavailable),
     ]
     assert tool_results_sent(anthropic, fake_providers.requests[1].body) == {"c1": unavailable, "c2": unavailable}
-    card = await final_card(turn.id, "c1")
+    card = await final_card(turn.id, engine_call_id(turn.id, 0, 0))
     assert (card.status, card.summary, card.execution_count) == ("unavailable", unavailable["message"], 0)
 
 
@@ -350,7 +352,7 @@ async def test_it_counts_an_ok_false_result_as_failed_on_the_card(anthropic, reg
 
     [part] = tool_parts(await assistant_parts(turn.id))
     assert (part["status"], part["output"]) == ("failed", {"ok": False, "status": 404, "reason": "not found"})
-    card = await final_card(turn.id, "c1")
+    card = await final_card(turn.id, engine_call_id(turn.id, 0, 0))
     assert (card.status, card.summary) == ("failed", "HTTP 404")
 
 
@@ -377,7 +379,7 @@ async def test_it_coalesces_progress_to_four_writes_a_second_and_flushes_the_lat
     progress = [e.data["progress"] for e in rows if e.kind == "tool.progress"]
     assert progress[0] == {"message": "Page 1", "done": 1, "total": reports}  # the first at once
     assert 2 <= len(progress) <= took / 0.25 + 2
-    finished = (await final_card(turn.id, "c1")).progress
+    finished = (await final_card(turn.id, engine_call_id(turn.id, 0, 0))).progress
     assert finished == {"message": f"Page {reports}", "done": reports, "total": reports}
     assert [c["status"] for c in await cards(conversation_id)][-1] == "succeeded"
 
@@ -415,11 +417,11 @@ async def test_it_keeps_every_tool_part_in_agreement_with_its_card(anthropic, re
         parts
         == stored
         == {
-            "c1": "succeeded",
-            "c2": "failed",
-            "c3": "unavailable",
-            "c4": "failed",
-            "c5": "failed",
+            engine_call_id(turn.id, 0, 0): "succeeded",
+            engine_call_id(turn.id, 0, 1): "failed",
+            engine_call_id(turn.id, 0, 2): "unavailable",
+            engine_call_id(turn.id, 0, 3): "failed",
+            engine_call_id(turn.id, 0, 4): "failed",
         }
     )
     last_card = {c["tool_call_id"]: c["status"] for c in await cards(conversation_id)}
@@ -477,7 +479,7 @@ async def test_it_waits_for_cleanup_when_a_conversation_is_deleted_mid_call(
     await asyncio.wait_for(running, 10)
 
     assert gone is True
-    assert cleaned == [("cancelled", "c1", True), ("deleted", None, True)]
+    assert cleaned == [("cancelled", engine_call_id(turn.id, 0, 0), True), ("deleted", None, True)]
     assert not await orm(Conversation.objects.filter(id=conversation_id).exists)()
     assert not await orm(ToolActivity.objects.filter(conversation_id=conversation_id).exists)()
 
@@ -570,7 +572,7 @@ async def test_it_runs_calls_beyond_the_limit_one_after_another_when_the_tool_wa
 
     assert most[0] == 1
     assert [p["status"] for p in tool_parts(await assistant_parts(turn.id))] == ["succeeded", "succeeded"]
-    statuses = [c["status"] for c in await cards(conversation_id) if c["tool_call_id"] == "c2"]
+    statuses = [c["status"] for c in await cards(conversation_id) if c["tool_call_id"] == engine_call_id(turn.id, 0, 1)]
     assert statuses[0] == "pending"  # it waited for the place before it ran
     assert not await orm(ToolSlot.objects.exists)()
 
@@ -648,4 +650,4 @@ async def test_it_keeps_what_a_stopped_call_handed_back_as_partial_when_its_tool
         "message": "The owner stopped this turn.",
         "partial": {"printed": "so far"},
     }
-    assert (await final_card(turn.id, "c1")).status == "cancelled"
+    assert (await final_card(turn.id, engine_call_id(turn.id, 0, 0))).status == "cancelled"

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from conversations.eventlog import events_append
 from conversations.models import Message, MessageRole, Turn
+from conversations.providers.base import engine_call_id
 from conversations.turns import turn_cancel, turn_claim
 from tests.support.engine import (
     Provider,
@@ -206,7 +207,8 @@ async def test_it_runs_a_tool_and_sends_its_result_back_to_the_model(provider, b
     output = {"city": "Porto", "forecast": "sunny, 24 °C"}
     [(context, data)] = bench.calls
     assert data == {"city": "Porto"}
-    assert (context.turn_id, context.conversation_id, context.tool_call_id) == (turn.id, conversation_id, "call_wx1")
+    call_id = engine_call_id(turn.id, 0, 0)
+    assert (context.turn_id, context.conversation_id, context.tool_call_id) == (turn.id, conversation_id, call_id)
     first, second = fake_providers.requests
     assert sent(provider, first.body).tool_names == TOOL_NAMES
     assert exchange_sent(provider, second.body) == expected_exchange(
@@ -225,9 +227,9 @@ async def test_it_runs_a_tool_and_sends_its_result_back_to_the_model(provider, b
         "text.delta",
         "turn.completed",
     ]
-    assert rows[3].data == {"tool_call_id": "call_wx1", "name": "weather_forecast", "input": {"city": "Porto"}}
+    assert rows[3].data == {"tool_call_id": call_id, "name": "weather_forecast", "input": {"city": "Porto"}}
     assert rows[6].data == {
-        "tool_call_id": "call_wx1",
+        "tool_call_id": call_id,
         "name": "weather_forecast",
         "status": "succeeded",
         "output": output,
@@ -236,7 +238,7 @@ async def test_it_runs_a_tool_and_sends_its_result_back_to_the_model(provider, b
     assert (pending["status"], pending["started_at"], pending["execution_count"]) == ("pending", None, 0)
     assert (started["status"], started["finished_at"], started["duration_ms"]) == ("running", None, None)
     assert started["execution_count"] == 1
-    assert (finished["status"], finished["tool_call_id"], finished["label"]) == ("succeeded", "call_wx1", "Forecast")
+    assert (finished["status"], finished["tool_call_id"], finished["label"]) == ("succeeded", call_id, "Forecast")
     assert finished["summary"] == "Porto: sunny, 24 °C"
     assert finished["id"] == started["id"]
     assert finished["duration_ms"] >= 0
@@ -246,12 +248,13 @@ async def test_it_runs_a_tool_and_sends_its_result_back_to_the_model(provider, b
     assert [p["type"] for p in parts] == ["text", "tool", "text"]
     assert contract(parts[1]) == {
         "type": "tool",
-        "tool_call_id": "call_wx1",
+        "tool_call_id": call_id,
         "name": "weather_forecast",
         "input": {"city": "Porto"},
         "output": output,
         "status": "succeeded",
     }
+    assert parts[1]["provider_call_id"] == "call_wx1"  # kept only to answer the provider
     assert text_of(parts) == "Let me check.Tomorrow will be sunny in Porto."
     assert turn.steps == 2
 
@@ -269,13 +272,18 @@ async def test_it_runs_parallel_calls_together_and_returns_both_results(provider
     assert turn.status == "completed"
     finished = {e.data["tool_call_id"]: e.data for e in await events(conversation_id) if e.kind == "tool.finished"}
     assert {k: (v["status"], v["output"]) for k, v in finished.items()} == {
-        "call_a": ("succeeded", {"met": "b"}),
-        "call_b": ("succeeded", {"met": "a"}),
+        engine_call_id(turn.id, 0, 0): ("succeeded", {"met": "b"}),
+        engine_call_id(turn.id, 0, 1): ("succeeded", {"met": "a"}),
     }
     assert exchange_sent(provider, fake_providers.requests[1].body) == expected_exchange(
         provider, "", calls, [{"met": "b"}, {"met": "a"}]
     )
-    assert [contract(p)["status"] for p in tool_parts(await assistant_parts(turn.id))] == ["succeeded", "succeeded"]
+    parts = tool_parts(await assistant_parts(turn.id))
+    assert [contract(p)["status"] for p in parts] == ["succeeded", "succeeded"]
+    assert [(p["tool_call_id"], p["provider_call_id"]) for p in parts] == [
+        (engine_call_id(turn.id, 0, 0), "call_a"),
+        (engine_call_id(turn.id, 0, 1), "call_b"),
+    ]
 
 
 async def test_it_answers_an_unknown_tool_with_an_error_and_goes_on(provider, bench, fake_providers, cancels):
@@ -292,7 +300,7 @@ async def test_it_answers_an_unknown_tool_with_an_error_and_goes_on(provider, be
     assert results["call_x"]["error"] == "unknown_tool"
     finished = [e.data for e in await events(conversation_id) if e.kind == "tool.finished"]
     assert [(d["tool_call_id"], d["status"], d["output"]["error"]) for d in finished] == [
-        ("call_x", "failed", "unknown_tool")
+        (engine_call_id(turn.id, 0, 0), "failed", "unknown_tool")
     ]
     assert text_of(await assistant_parts(turn.id)) == "I cannot do that."
     assert bench.calls == []
@@ -459,7 +467,7 @@ async def test_it_cancels_a_running_tool_that_would_run_for_a_minute(anthropic, 
         return bench.cancelled
 
     await eventually(tool_stopped, timeout=20, what="the tool to be cancelled")
-    assert bench.cancelled == ["call_job"]
+    assert bench.cancelled == [engine_call_id(turn.id, 0, 0)]
     cancelled = {"error": "cancelled", "message": "The owner stopped this turn."}
     parts = await assistant_parts(turn.id)
     assert [(p["status"], p["output"]) for p in tool_parts(parts)] == [("cancelled", cancelled)]

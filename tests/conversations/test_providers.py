@@ -170,7 +170,7 @@ async def test_it_returns_a_tool_call_with_its_parsed_input(fake_providers, prov
 
     assert events == [
         TextDelta("Checking."),
-        ToolCall("call_1", "weather", {"city": "São Paulo", "units": "metric"}),
+        ToolCall("", "weather", {"city": "São Paulo", "units": "metric"}, provider_id="call_1"),
         StepFinished(finish_reason(provider, tools=True), 12, 20),
     ]
 
@@ -188,8 +188,8 @@ async def test_it_returns_parallel_tool_calls_in_order(fake_providers, provider)
     events = await run(fake_providers, provider, ask(tools=[WEATHER, REMEMBER]))
 
     assert events == [
-        ToolCall("call_a", "weather", {"city": "Lisbon"}),
-        ToolCall("call_b", "remember", nested),
+        ToolCall("", "weather", {"city": "Lisbon"}, provider_id="call_a"),
+        ToolCall("", "remember", nested, provider_id="call_b"),
         StepFinished(finish_reason(provider, tools=True), 12, 20),
     ]
 
@@ -200,7 +200,7 @@ async def test_it_returns_a_tool_call_without_arguments_as_an_empty_input(fake_p
 
     events = await run(fake_providers, provider, ask(tools=[WEATHER]))
 
-    assert events[0] == ToolCall("call_1", "weather", {})
+    assert events[0] == ToolCall("", "weather", {}, provider_id="call_1")
 
 
 # --- what is sent ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ import pytest
 from django.db import connection
 
 from conversations.instructions import DEFAULT_INSTRUCTIONS, system_prompt
+from conversations.providers.base import engine_call_id
 from conversations.services import conversation_delete
 from flarebot.core.database import db
 from memory import services
@@ -134,7 +135,7 @@ async def test_the_model_remembers_a_fact_and_the_next_turn_is_told_it(provider,
     second = await ask(conversation_id, "What is my cat called?", cancels)
 
     assert (first.status, second.status) == ("completed", "completed")
-    fact_id = services.remember_id(conversation_id=conversation_id, tool_call_id="call_r1")
+    fact_id = services.remember_id(conversation_id=conversation_id, tool_call_id=engine_call_id(first.id, 0, 0))
     stored = await orm(Fact.objects.get)(id=fact_id)
     assert (stored.content, stored.version, stored.state) == (MISO, 1, FactState.ACTIVE)
     expected_result = {"ok": True, "fact": {"id": str(fact_id), "content": MISO, "version": 1}, "replayed": False}
@@ -182,30 +183,30 @@ async def test_the_model_updates_a_fact_and_a_stale_update_returns_the_current_o
 
 async def test_a_forgotten_fact_never_returns_not_even_by_a_replayed_remember(anthropic, fake_providers, cancels):
     conversation_id = await new_conversation()
-    fact_id = str(services.remember_id(conversation_id=conversation_id, tool_call_id="call_door"))
     door = "The door code is 4711."
+    fake_providers.script([Call("call_door", "remember", {"content": door})], [Text("Noted.")])
+    remembered = await ask(conversation_id, "Remember the door code 4711.", cancels)
+    door_call = engine_call_id(remembered.id, 0, 0)
+    fact_id = str(services.remember_id(conversation_id=conversation_id, tool_call_id=door_call))
+    fake_providers.script([Call("call_forget", "forget", {"id": fact_id, "version": 1})], [Text("Forgotten.")])
+    await ask(conversation_id, "Forget the door code.", cancels)
+    # The same call again (a replay after a lost reply: the engine's id of the call), then a search for it.
+    remember = the_tool("remember")
+    again = await remember.run(context_for(conversation_id, door_call, turn_id=remembered.id), {"content": door})
     fake_providers.script(
-        [Call("call_door", "remember", {"content": door})],
-        [Text("Noted.")],
-        [Call("call_forget", "forget", {"id": fact_id, "version": 1})],
-        [Text("Forgotten.")],
-        # The same call again (a replay after a lost reply), then a search for it.
-        [Call("call_door", "remember", {"content": door}), Call("call_look", "recall", {"query": "door code"})],
+        [Call("call_look", "recall", {"query": "door code"})],
         [Text("Nothing about a door.")],
         [Text("I know no door code.")],
     )
-
-    await ask(conversation_id, "Remember the door code 4711.", cancels)
-    await ask(conversation_id, "Forget the door code.", cancels)
-    replayed = await ask(conversation_id, "Do you know the door code?", cancels)
+    looked = await ask(conversation_id, "Do you know the door code?", cancels)
     await ask(conversation_id, "The door code, please?", cancels)
 
-    assert replayed.status == "completed"
+    assert looked.status == "completed"
     assert await facts() == [("", "deleted", 2)]
-    results = tool_results_sent(anthropic, fake_providers.requests[5].body)
-    assert results["call_door"]["ok"] is False
-    assert results["call_door"]["error"] == "forgotten"
-    assert results["call_look"] == {"ok": True, "facts": []}
+    assert (again["ok"], again["error"]) == (False, "forgotten")
+    assert remember.summarize is not None
+    assert remember.summarize(again) == "Not stored again: this fact was forgotten"
+    assert tool_results_sent(anthropic, fake_providers.requests[5].body)["call_look"] == {"ok": True, "facts": []}
     assert tool_results_sent(anthropic, fake_providers.requests[3].body)["call_forget"] == {
         "ok": True,
         "id": fact_id,
@@ -216,12 +217,7 @@ async def test_a_forgotten_fact_never_returns_not_even_by_a_replayed_remember(an
     assert memory_of(prompts[2]) == [{"id": fact_id, "content": door, "version": 1}]  # before forget ran
     assert [memory_of(p) for p in prompts[4:]] == [None, None, None]
     summaries = [summary for _, _, _, summary in await final_cards(conversation_id)]
-    assert summaries == [
-        "Remembered a fact",
-        "Forgot a fact",
-        "Not stored again: this fact was forgotten",
-        "Found 0 facts",
-    ]
+    assert summaries == ["Remembered a fact", "Forgot a fact", "Found 0 facts"]
 
 
 async def test_a_replayed_remember_after_a_lost_reply_writes_nothing_twice(anthropic, fake_providers, cancels):
@@ -240,7 +236,8 @@ async def test_a_replayed_remember_after_a_lost_reply_writes_nothing_twice(anthr
     assert remember.summarize(again) == "Already remembered"
 
 
-async def test_the_same_call_id_in_a_later_turn_stores_its_fact_once(anthropic, fake_providers, cancels):
+async def test_the_same_provider_id_in_a_later_turn_is_a_call_of_its_own(anthropic, fake_providers, cancels):
+    """A fact's id comes from the engine's id of its call: a server that restarts its ids each turn replays nothing."""
     fake_providers.script(
         [Call("call_same", "remember", {"content": MISO})],
         [Text("Noted.")],
@@ -249,12 +246,17 @@ async def test_the_same_call_id_in_a_later_turn_stores_its_fact_once(anthropic, 
     )
     conversation_id = await new_conversation()
 
-    await ask(conversation_id, "Remember my cat's name: Miso.", cancels)
-    await ask(conversation_id, "Really remember it.", cancels)
+    first = await ask(conversation_id, "Remember my cat's name: Miso.", cancels)
+    second = await ask(conversation_id, "Really remember it.", cancels)
 
-    assert await facts() == [(MISO, "active", 1)]
-    second = tool_results_sent(anthropic, fake_providers.requests[3].body)["call_same"]
-    assert (second["ok"], second["replayed"]) == (True, True)
+    ids = [
+        services.remember_id(conversation_id=conversation_id, tool_call_id=engine_call_id(turn.id, 0, 0))
+        for turn in (first, second)
+    ]
+    stored = await orm(lambda: list(Fact.objects.order_by("created_at").values_list("id", "content", "version")))()
+    assert stored == [(ids[0], MISO, 1), (ids[1], MISO, 1)]
+    again = tool_results_sent(anthropic, fake_providers.requests[3].body)["call_same"]
+    assert (again["ok"], again["fact"]["id"], again["replayed"]) == (True, str(ids[1]), False)
 
 
 async def test_recall_returns_facts_and_refuses_a_query_over_1000_characters(anthropic, fake_providers, cancels):

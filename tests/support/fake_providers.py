@@ -34,9 +34,12 @@ class Text:
 
 @dataclass
 class Call:
-    id: str
+    id: str | None  # None: the chunk has no id at all (a server that sends none)
     name: str
     input: dict[str, Any]
+    # Chat Completions only: the `index` its chunks carry; None for the next free one. Some
+    # OpenAI-compatible servers give every call index 0.
+    index: int | None = None
 
 
 @dataclass
@@ -463,11 +466,13 @@ class ChatEvents:
         return self._chunk({"content": text})
 
     def call(self, call: Call) -> str:
-        index = self.calls
+        index = self.calls if call.index is None else call.index
         self.calls += 1
         raw = json.dumps(call.input)
         half = len(raw) // 2
-        first = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        first = {"index": index, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        if call.id is not None:
+            first["id"] = call.id
         out = self._chunk({"tool_calls": [first]})
         for piece in (raw[:half], raw[half:]):
             out += self._chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
