@@ -419,3 +419,26 @@ def test_an_upload_the_server_never_answers_fails_in_time_and_retry_sends_it_aga
     page.locator("#composer-input").press("Enter")
     expect(page.locator("#transcript .msg.user .file-chip")).to_have_count(1)
     expect(chips(page)).to_have_count(0)
+
+
+def test_a_text_file_named_like_a_page_saves_as_text_from_its_chip(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    """A page named `.html` whose markup starts after its first bytes saves as `.txt`: opened, it is text, not a page."""
+    page = chat_page
+    fake_providers.script([Text("Noted.")])
+    open_conversation(page, live_owner.create_conversation("Saved pages"))
+    late_markup = b"Notes from the meeting.\n" * 100 + b"<script>alert('ran')</script>\n"
+
+    attach_by_button(page, {"name": "page.html", "mimeType": "text/html", "buffer": late_markup})
+    expect(chip(page, "page.html")).to_have_attribute("data-state", "ready")
+    page.locator("#composer-input").press("Enter")
+    link = page.locator("#transcript .msg.user .file-chip").get_by_role("link", name="page.html")
+    expect(link).to_be_visible()
+
+    with page.expect_download() as saving:
+        link.click()
+
+    saved = saving.value
+    assert saved.suggested_filename == "page.html.txt"
+    assert Path(saved.path()).read_bytes() == late_markup
