@@ -1,14 +1,20 @@
 """One browser task's Chromium context: opened under a lease, acted on step by step, kept while it waits.
 
 A session lives in the warm browser of its worker process (`tools.web.browser`), with the
-same policy proxy, route checks, blocked service workers and downloads, and closed
-pop-ups as browser_read. Its lease row is recorded before the context opens, with the
-task's id as `turn_id`; `BrowserPool.close` closes it, however often asked.
+same policy proxy, route checks and blocked service workers and downloads as browser_read.
+What its pages may send is decided by the task's `RequestGuard` in three places: the
+session's own interception of the page (`interception.py`: every request, a redirect's
+hops and an unloading page's beacons included), Playwright's route of the context (after
+it, and for what it does not reach), and Playwright's WebSocket route (every socket a page
+or frame opens). Pop-ups are emptied and refused everything. Its lease row is recorded
+before the context opens, with the task's id as `turn_id`; `BrowserPool.close` closes it,
+however often asked.
 
 Every action has its own deadline (`ACTION_TIMEOUT`). Actions name elements by the number
 the last `observe()` gave them; a page that changed since then is reported, never guessed.
 What the owner does through the live view (`input_*`) goes straight to the page and is
-never recorded here.
+never recorded here; it lets what the page sends to the sign-in's site go for a moment
+(`guard.OWNER_WINDOW`).
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from flarebot.core.database import db
-from tools.browser_tasks.guard import Decision, RequestGuard
+from tools.browser_tasks.guard import WEBSOCKET, Decision, RequestGuard
 from tools.browser_tasks.inputs import VIEWPORT
+from tools.browser_tasks.interception import REFUSALS_KEPT, PageInterception, popup_silence
 from tools.browser_tasks.page import (
     ELEMENT_CENTER,
     ELEMENT_FOCUS_EMPTY,
@@ -34,13 +41,14 @@ from tools.browser_tasks.page import (
     Observation,
     observation_from,
 )
+from tools.browser_tasks.workers import PAGE_SCRIPT
 from tools.network.policy import Refused, url_check
 from tools.network.resolver import addresses_checked
 from tools.web.browser import CLOSE_TIMEOUT, CallContext, browser_pool
 from tools.web.leases import browser_lease_extend, browser_lease_open
 
 if TYPE_CHECKING:
-    from playwright.async_api import BrowserContext, CDPSession, Page, Route
+    from playwright.async_api import BrowserContext, CDPSession, Page, Route, WebSocketRoute
 
 logger = logging.getLogger(__name__)
 
@@ -245,34 +253,68 @@ async def session_open(
             except Refused as refused:
                 if request.url.partition(":")[0].lower() in ("http", "https"):
                     refusals.append(refused.message)
+                    del refusals[:-REFUSALS_KEPT]
                 await route.abort("blockedbyclient")
                 return
+            navigation = request.is_navigation_request()
             decision = guard.decide(
                 method=request.method,
                 url=request.url,
                 post_data=_post_text(request.post_data_buffer),
                 content_type=request.headers.get("content-type", ""),
-                navigation=request.is_navigation_request(),
+                navigation=navigation,
+                resource_type=request.resource_type,
+                again=True,  # the page's own interception asked first, where it reaches
             )
             if decision is Decision.SEND:
                 await route.continue_()
+            elif navigation:
+                await route.fulfill(status=204, body=b"")  # the frame keeps its page
             else:
                 await route.abort("blockedbyclient")
 
+        async def web_socket(socket: WebSocketRoute) -> None:
+            await _web_socket(socket, guard)
+
+        await context.add_init_script(PAGE_SCRIPT)
         await context.route("**/*", route)
+        await context.route_web_socket(lambda url: True, web_socket)
         context.set_default_timeout((ACTION_TIMEOUT + CLOSE_TIMEOUT) * 1000)
         page = await context.new_page()
-        context.on("page", lambda extra: _close_extra(extra, page))
+        context.on("page", lambda extra: _silence_extra(context, extra, page))
         cdp = await context.new_cdp_session(page)
         # Chromium says which navigations submit a form before their requests leave.
         cdp.on("Page.frameRequestedNavigation", lambda event: _form_navigation(guard, event))
         await cdp.send("Page.enable")
+        await PageInterception(cdp, guard, refusals).start()
     except BaseException:
         await asyncio.shield(pool.close(lease_id))
         raise
     session = BrowserSession(task_id, conversation_id, lease_id, context, page, cdp, guard=guard)
     session._refusals = refusals
     return session
+
+
+async def _web_socket(socket: WebSocketRoute, guard: RequestGuard) -> None:
+    """Connect a page's WebSocket only if the guard sends it; its messages go out only while it may send."""
+    from playwright.async_api import Error as PlaywrightError  # loads on first use
+
+    url = socket.url
+    scheme, _, rest = url.partition("://")
+    try:
+        url_check(f"{'https' if scheme.lower() == 'wss' else 'http'}://{rest}")
+    except Refused:
+        decision = Decision.REFUSE
+    else:
+        decision = guard.decide(
+            method=WEBSOCKET, url=url, post_data=None, content_type="", navigation=False, resource_type="websocket"
+        )
+    if decision is not Decision.SEND:
+        with contextlib.suppress(PlaywrightError):
+            await socket.close(code=1008, reason="Refused")
+        return
+    server = socket.connect_to_server()
+    socket.on_message(lambda message: server.send(message) if guard.socket_sends(url) else None)
 
 
 def _post_text(body: bytes | None) -> str | None:
@@ -289,19 +331,27 @@ async def session_lease_extend(session: BrowserSession, *, seconds: float) -> No
     await db(browser_lease_extend)(lease_id=session.lease_id, expires_at=timezone.now() + timedelta(seconds=seconds))
 
 
-_closing_pages: set[asyncio.Future[None]] = set()
+_silencing: set[asyncio.Future[None]] = set()
 
 
-def _close_extra(extra: Page, main: Page) -> None:
-    """Pop-ups and other pages of the context are closed at once."""
+def _silence_extra(context: BrowserContext, extra: Page, main: Page) -> None:
+    """Pop-ups and other pages of the context are refused everything and emptied at once."""
     if extra is not main:
-        task = asyncio.ensure_future(extra.close())
-        _closing_pages.add(task)
-        task.add_done_callback(_closing_pages.discard)
+        task = asyncio.ensure_future(popup_silence(context, extra))
+        _silencing.add(task)
+        task.add_done_callback(_silencing.discard)
 
 
 async def owner_input_apply(session: BrowserSession, data: dict[str, Any]) -> None:
-    """Apply one checked input of the owner to the page (never recorded)."""
+    """Apply one checked input of the owner to the page (never recorded); what it sends may go for a moment."""
+    session.guard.owner_input()
+    try:
+        await _owner_input(session, data)
+    finally:
+        session.guard.owner_input()
+
+
+async def _owner_input(session: BrowserSession, data: dict[str, Any]) -> None:
     kind = data["kind"]
     if kind == "click":
         await session.input_click(float(data["x"]), float(data["y"]))

@@ -307,6 +307,7 @@ class Acting(Attempt):
         self.session = None  # kept for the answer; no longer this attempt's
         await kept_sessions().keep(session, on_wake=self.on_wake)
         if pause.kind == CriticalPointKind.SIGN_IN:
-            session.guard.owner_acts()  # the owner's own sign-in sends what it sends
+            # What the owner's own input sends to the sign-in's site goes; nothing else.
+            session.guard.owner_acts(page_url=session.page.url)
             live_view.live_view_start(session, conversation_id=self.claim.conversation_id, critical_point_id=point_id)
         return True

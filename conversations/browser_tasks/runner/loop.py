@@ -38,6 +38,7 @@ from conversations.providers.base import ModelRequest, StreamEvent, ToolCall
 from conversations.providers.catalog import adapter_loaded
 from conversations.providers.errors import ProviderError
 from flarebot.core.database import db
+from tools.browser_tasks.critical import address_meaning
 from tools.browser_tasks.kept import kept_sessions
 from tools.browser_tasks.page import Observation, observation_text
 from tools.browser_tasks.session import ACTION_TIMEOUT, ActionFailed, session_open
@@ -140,14 +141,24 @@ class TaskRun(Acting):
             task_id=self.task_id, lease_token=self.claim.lease_token, context_lease_id=self.session.lease_id
         )
         target = self.claim.current_url or self.claim.start_url
-        try:
-            await asyncio.wait_for(self.session.go_to(target), ACTION_TIMEOUT + 5)
-        except (ActionFailed, TimeoutError, PlaywrightError) as failed:
-            message = failed.message if isinstance(failed, ActionFailed) else "the page did not load in time."
-            if not restoring:
-                await self.end(BrowserTaskStatus.FAILED, f"The start page could not be opened: {message}")
-                return False
-            self.notes.append(f"Reopening the last page failed: {message}")
+        meaning = address_meaning(target)
+        if target == self.claim.start_url:
+            self.session.guard.opening(target)  # the owner started the task on it, whatever it reads as
+        if target != self.claim.start_url and meaning is not None:
+            # Opening it again could repeat what it did (a GET that bought): the model goes on from no page.
+            self.notes.append(
+                f"The last page was not reopened: its address reads as {meaning}, and opening it again could "
+                "repeat what it did. Open the page you need with go_to."
+            )
+        else:
+            try:
+                await asyncio.wait_for(self.session.go_to(target), ACTION_TIMEOUT + 5)
+            except (ActionFailed, TimeoutError, PlaywrightError) as failed:
+                message = failed.message if isinstance(failed, ActionFailed) else "the page did not load in time."
+                if not restoring:
+                    await self.end(BrowserTaskStatus.FAILED, f"The start page could not be opened: {message}")
+                    return False
+                self.notes.append(f"Reopening the last page failed: {message}")
         if restoring and not self.steps:
             # A page without steps of its own: this task corrects a paused one and continues there.
             self.notes.append(CONTINUED_NOTE)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tools.browser_tasks.guard import Decision, RequestGuard, field_names, request_signature, site_of
+from tools.browser_tasks.guard import (
+    OWNER_WINDOW,
+    WEBSOCKET,
+    Decision,
+    RequestGuard,
+    field_names,
+    request_signature,
+    site_of,
+)
 
 PAGE = "https://shop.example.co.uk/cart"
 
@@ -16,6 +24,10 @@ def decide(guard: RequestGuard, method: str, url: str, **extra) -> Decision:
         post_data=extra.get("post_data"),
         content_type=extra.get("content_type", ""),
         navigation=extra.get("navigation", False),
+        resource_type=extra.get("resource_type", ""),
+        redirected=extra.get("redirected", False),
+        echo=extra.get("echo", False),
+        again=extra.get("again", False),
     )
 
 
@@ -102,13 +114,112 @@ def test_an_action_approved_by_its_name_may_send_to_its_own_site_only():
     assert decide(guard, "POST", "https://pay.example/charge") is Decision.REFUSE
 
 
-def test_the_owner_signing_in_sends_what_the_sign_in_sends():
-    guard = RequestGuard()
-    guard.owner_acts()
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
 
-    assert decide(guard, "POST", "https://accounts.example/login") is Decision.SEND
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_sign_in_sends_to_its_own_site_only_just_after_the_owners_input():
+    clock = Clock()
+    guard = RequestGuard(clock=clock)
+    guard.owner_acts(page_url="https://shop.example.co.uk/signin")
+
+    assert decide(guard, "POST", "https://shop.example.co.uk/order") is Decision.REFUSE  # the owner did nothing
+    guard.owner_input()
+    clock.now += OWNER_WINDOW
+    assert decide(guard, "POST", "https://accounts.shop.example.co.uk/login") is Decision.SEND
+    assert decide(guard, "POST", "https://pay.example/charge") is Decision.REFUSE
+    clock.now += 0.01
+    assert decide(guard, "POST", "https://shop.example.co.uk/order") is Decision.REFUSE
+    assert [sent.described() for sent in guard.outside_taken()] == [
+        "POST shop.example.co.uk/order",
+        "POST pay.example/charge",
+    ]
     guard.rest()
-    assert decide(guard, "POST", "https://accounts.example/login") is Decision.REFUSE
+    guard.owner_input()
+    assert decide(guard, "POST", "https://shop.example.co.uk/login") is Decision.REFUSE
+
+
+@pytest.mark.parametrize(
+    ("url", "resource_type", "redirected", "held"),
+    [
+        ("https://shop.example.co.uk/checkout?step=final", "document", False, True),
+        ("https://shop.example.co.uk/api/order", "fetch", False, True),
+        ("https://shop.example.co.uk/api/delete?id=7", "xhr", False, True),
+        ("https://shop.example.co.uk/purchase/confirm", "eventsource", False, True),
+        ("https://shop.example.co.uk/pay?confirm=yes", "image", True, True),  # a redirect's hop
+        ("https://shop.example.co.uk/img/buy-now.png", "image", False, False),
+        ("https://shop.example.co.uk/js/checkout.js", "script", False, False),
+        ("https://shop.example.co.uk/orders", "fetch", False, False),
+        ("https://shop.example.co.uk/product/kettle", "document", False, False),
+    ],
+)
+def test_a_get_that_reads_as_a_commitment_is_held_where_it_navigates_or_a_script_sends_it(
+    url, resource_type, redirected, held
+):
+    guard = RequestGuard()
+    guard.act(page_url=PAGE)
+
+    decision = decide(guard, "GET", url, resource_type=resource_type, redirected=redirected)
+
+    assert decision is (Decision.HOLD if held else Decision.SEND)
+    assert decide(RequestGuard(), "GET", url, resource_type=resource_type, redirected=redirected) is (
+        Decision.REFUSE if held else Decision.SEND
+    )
+
+
+def test_the_task_opens_its_start_page_once_whatever_it_reads_as():
+    guard = RequestGuard()
+    guard.opening("https://Shop.example.co.uk/checkout?step=1#top")
+
+    redirect_hop = decide(guard, "GET", "https://shop.example.co.uk/checkout?step=1", navigation=True, redirected=True)
+    opened = decide(
+        guard, "GET", "https://shop.example.co.uk/checkout?step=1", navigation=True, resource_type="document"
+    )
+    again = decide(
+        guard, "GET", "https://shop.example.co.uk/checkout?step=1", navigation=True, resource_type="document"
+    )
+
+    assert (redirect_hop, opened, again) == (Decision.REFUSE, Decision.SEND, Decision.REFUSE)
+
+
+def test_a_websocket_is_held_like_a_post_and_its_messages_go_only_while_an_action_runs():
+    guard = RequestGuard()
+    socket = "wss://live.shop.example.co.uk/prices?item=3"
+
+    assert decide(guard, WEBSOCKET, socket) is Decision.REFUSE
+    assert [sent.described() for sent in guard.outside_taken()] == [
+        "WEBSOCKET live.shop.example.co.uk/prices (fields: item)"
+    ]
+    guard.act(page_url=PAGE)
+    assert decide(guard, WEBSOCKET, socket) is Decision.HOLD
+    assert decide(guard, WEBSOCKET, "wss://ticker.example/feed") is Decision.REFUSE
+    [held] = guard.rest().held
+    assert held.described() == "WEBSOCKET live.shop.example.co.uk/prices (fields: item)"
+
+    guard.act(page_url=PAGE, allowed=[held.signature()])
+    assert decide(guard, WEBSOCKET, socket) is Decision.SEND
+    assert guard.socket_sends(socket)
+    guard.rest()
+    assert not guard.socket_sends(socket)
+    assert [sent.described() for sent in guard.outside_taken()] == ["WEBSOCKET live.shop.example.co.uk/prices"]
+
+
+def test_an_approval_spent_by_the_first_layer_is_not_spent_again_by_the_second():
+    guard = RequestGuard()
+    guard.act(page_url=PAGE)
+    decide(guard, "POST", "https://shop.example.co.uk/buy")
+    [held] = guard.rest().held
+    guard.act(page_url=PAGE, allowed=[held.signature()])
+
+    first = decide(guard, "POST", "https://shop.example.co.uk/buy", echo=True)
+    second = decide(guard, "POST", "https://shop.example.co.uk/buy", again=True)
+    another = decide(guard, "POST", "https://shop.example.co.uk/buy", again=True)
+
+    assert (first, second, another) == (Decision.SEND, Decision.SEND, Decision.HOLD)
 
 
 @pytest.mark.parametrize(
