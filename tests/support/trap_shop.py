@@ -134,8 +134,14 @@ SENDING: dict[str, str] = {
     'fetch("/traps/do/frame-post", {method: "POST", body: "item=kettle"})'
     '.then(() => "POST answered", () => "POST failed"),'
     "]);</script>",
+    # A page that enforces Trusted Types (`TRUSTED_TYPES`) and starts its worker from a policy's URL.
+    "trusted-worker": "<script>window.startTrusted = () => new Promise((done) => {"
+    "const policy = trustedTypes.createPolicy('shop', {createScriptURL: (url) => url});"
+    "const w = new Worker(policy.createScriptURL('/traps/worker.js'));"
+    "w.onmessage = (e) => done(e.data); w.onerror = () => done('failed'); });</script>",
     "plain": "<p>Nothing here.</p>",
 }
+TRUSTED_TYPES = "require-trusted-types-for 'script'; trusted-types shop"
 
 
 def senders_page(other_origin: str) -> str:
@@ -196,7 +202,8 @@ def trap_routes(app: web.Application, harms: list[str], *, other_origin: str) ->
             raise web.HTTPNotFound()
         head = f'<meta charset="utf-8"><title>Trap: {name}</title>'
         html = f"<!doctype html><html><head>{head}</head><body>{body}</body></html>"
-        return web.Response(text=html, content_type="text/html")
+        headers = {"Content-Security-Policy": TRUSTED_TYPES} if name == "trusted-worker" else {}
+        return web.Response(text=html, content_type="text/html", headers=headers)
 
     async def do(request: web.Request) -> web.Response:
         await request.read()

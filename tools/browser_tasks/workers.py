@@ -44,6 +44,10 @@ PAGE_SCRIPT = r"""(function flarebotSenders() {
   const { open, send } = X.prototype;
   const responseTextOf = O.getOwnPropertyDescriptor(X.prototype, "responseText").get;
   const baseOf = inWorker ? () => g.location.href : () => g.document.baseURI;
+  // A Trusted Types URL stays one for the worker it starts (a page that enforces them refuses strings).
+  const types = g.trustedTypes;
+  const isScriptURL = types && types.isScriptURL ? apply(Function.prototype.bind, types.isScriptURL, [types]) : null;
+  const trustedText = typeof TrustedScriptURL === "function" ? TrustedScriptURL.prototype.toString : null;
   const asBlob = (text) => apply(createObjectURL, U, [new B([text], { type: "text/javascript" })]);
   const read = (href) => {
     const request = new X();
@@ -56,7 +60,9 @@ PAGE_SCRIPT = r"""(function flarebotSenders() {
   const Wrapped = new Proxy(Native, {
     construct(target, args, newTarget) {
       // The URL and the options are read once: what is checked is what starts.
-      const url = construct(U, [S(args[0]), baseOf()]);
+      const given0 = args[0];
+      const trusted = !!isScriptURL && !!trustedText && isScriptURL(given0);
+      const url = construct(U, [trusted ? apply(trustedText, given0, []) : S(given0), baseOf()]);
       const href = apply(hrefOf, url, []), protocol = apply(protocolOf, url, []);
       const given = args[1] === undefined || args[1] === null ? {} : O(args[1]);
       const options = { type: given.type === "module" ? "module" : "classic" };
@@ -64,7 +70,7 @@ PAGE_SCRIPT = r"""(function flarebotSenders() {
       if (credentials !== undefined) options.credentials = credentials;
       if (name !== undefined) options.name = name;
       const local = protocol === "blob:" || protocol === "data:";
-      if (options.type === "classic" && !local) return construct(target, [href, options], newTarget);
+      if (options.type === "classic" && !local) return construct(target, [trusted ? given0 : href, options], newTarget);
       let text;
       if (options.type === "module") {
         preludeModule = preludeModule || asBlob(source);

@@ -94,6 +94,19 @@ async def test_no_worker_can_open_a_websocket_and_no_shared_worker_starts(anthro
     assert web.harms == []
 
 
+async def test_a_page_that_enforces_trusted_types_still_starts_its_worker_without_websocket(
+    anthropic, fake_providers, cancels, web
+):
+    conversation_id = await new_conversation()
+    task_id = await task_on(web, conversation_id, "/traps/trusted-worker")
+    fake_providers.script(step("ask_owner", question="Anything else?"))
+    await run(task_id, cancels)
+    session = kept_sessions().holds(task_id)
+
+    assert await session.page.evaluate("startTrusted()") == "no WebSocket"
+    assert web.harms == []
+
+
 async def test_a_pop_up_is_emptied_and_its_unload_beacon_never_sent(anthropic, fake_providers, cancels, web):
     conversation_id = await new_conversation()
     task_id = await task_on(web, conversation_id, "/traps/popup")
