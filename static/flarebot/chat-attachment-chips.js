@@ -58,6 +58,16 @@ export function attachmentChips(parts) {
   return list;
 }
 
+/**
+ * The attachment parts a finished call hands back (a shell command's /workspace/out/ files):
+ * the answer holds them after the call's part, as the server records them
+ * (conversations/engine/tool_calls.py `_returned_attachments`), so they show when the call ends.
+ */
+export function returnedAttachments(status, output) {
+  if (status !== "succeeded" || !output || !Array.isArray(output.attachments)) return [];
+  return output.attachments.filter((part) => part && part.type === "attachment" && part.id).map((part) => ({ ...part }));
+}
+
 function openViewer(part, from) {
   opener = from;
   const name = String(part.name || "attachment");

@@ -8,6 +8,7 @@
 // turns that the events below are applied to.
 
 import { toSignIn } from "./api.js";
+import { returnedAttachments } from "./chat-attachment-chips.js";
 import { TASK_ERROR_CODES } from "./chat-browser-tasks.js";
 import { hooks, notify, setConnection } from "./chat-shell.js";
 
@@ -50,6 +51,14 @@ const EVENTS = {
       part.status = data.status;
       turn.card(data.tool_call_id).setPart(part);
       turn.renderSources();
+    }
+    // Files the call returned join the answer now, in every tab, not at the next load.
+    const held = new Set(turn.parts.filter((p) => p.type === "attachment").map((p) => p.id));
+    const files = returnedAttachments(data.status, data.output).filter((file) => !held.has(file.id));
+    if (files.length) {
+      turn.ensureAssistant();
+      turn.parts.push(...files);
+      turn.rebuild();
     }
   },
   "activity.updated": (view, turnId, data) => {

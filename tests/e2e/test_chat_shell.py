@@ -17,7 +17,7 @@ from playwright.sync_api import Locator, Page, expect
 from tests.e2e.chat_support import apply_look, last_answer, no_sideways_scroll, open_conversation, send
 from tests.e2e.conftest import screenshot
 from tests.e2e.test_system_page import row
-from tests.support.fake_providers import Call, FakeProviders, Text
+from tests.support.fake_providers import Call, FakeProviders, Hold, Text
 from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient
 
@@ -61,6 +61,35 @@ def test_it_shows_the_command_and_its_output_as_text_in_the_card(
     card = page.locator('.tool-card[data-tool-call-id="toolu_shell"]')
     card.locator("summary").click()
     expect(card.locator(".tool-stdout")).to_contain_text("<b>bold</b>")
+
+
+def test_files_the_command_wrote_to_out_show_in_every_tab_as_the_call_ends(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    page = chat_page
+    answering = Hold()  # the model's next answer waits: only the call's end can show the files
+    command = "mkdir -p out && printf 'a,b\\n1,2\\n' > out/report.csv"
+    fake_providers.script([Call("toolu_files", "shell", {"command": command})], [answering, Text("It is attached.")])
+    conversation_id = live_owner.create_conversation("Files back")
+    open_conversation(page, conversation_id)
+    other = page.context.new_page()
+    open_conversation(other, conversation_id)
+
+    send(page, "Make the report")
+
+    try:
+        for tab in (page, other):
+            chip = tab.locator("#transcript .msg.assistant .file-chip")
+            link = chip.get_by_role("link", name="report.csv")
+            expect(link).to_have_attribute("href", re.compile(r"^/api/attachments/[0-9a-f-]{36}/$"), timeout=TURN_MS)
+            expect(chip.locator(".file-meta")).to_have_text("8 bytes · text/csv")
+        expect(page.locator("#stop")).to_be_visible()  # the answer is still being written
+    finally:
+        answering.release()
+    for tab in (page, other):
+        expect(last_answer(tab)).to_contain_text("It is attached.", timeout=TURN_MS)
+        expect(tab.locator("#transcript .msg.assistant .file-chip")).to_have_count(1)
+    other.close()
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -70,7 +70,18 @@ class Drop:
     """Close the connection in the middle of the stream."""
 
 
-Step = Text | Call | HttpError | StreamError | Raw | Stall | Drop
+@dataclass
+class Hold:
+    """Send nothing more until the test calls `release()` (or `seconds` passed): a model still answering."""
+
+    seconds: float = 30.0
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+Step = Text | Call | HttpError | StreamError | Raw | Stall | Drop | Hold
 
 
 @dataclass
@@ -247,6 +258,8 @@ class FakeProviders:
                     await _send(writer, step.text)
                 elif isinstance(step, Stall):
                     await asyncio.sleep(step.seconds)
+                elif isinstance(step, Hold):
+                    await asyncio.get_running_loop().run_in_executor(None, step.released.wait, step.seconds)
                 elif isinstance(step, Drop):
                     record.disconnected = True
                     writer.transport.abort()
