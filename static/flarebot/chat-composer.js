@@ -102,4 +102,4 @@ ui.input.addEventListener("keydown", (event) => {
     submitComposer();
   }
 });
-ui.stop.addEventListener("click", () => state.view && state.view.cancel());
+ui.stop.addEventListener("click", () => state.view && state.view.stop());

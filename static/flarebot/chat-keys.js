@@ -10,7 +10,8 @@ const skip = document.getElementById("skip-to-composer");
 const composer = document.getElementById("composer-input");
 const search = document.getElementById("search");
 
-function typingIn(target) {
+/** Whether a key pressed here is the field's own (text is typed there). */
+export function typingIn(target) {
   return (
     target instanceof HTMLElement &&
     (target.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName))

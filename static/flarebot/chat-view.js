@@ -4,6 +4,7 @@
 // nothing it still receives is applied.
 
 import { ApiError, api } from "./api.js";
+import { ask } from "./chat-ask.js";
 import { BrowserTasks } from "./chat-browser-tasks.js";
 import {
   ACTIVE,
@@ -26,6 +27,7 @@ import { markdownReady } from "./markdown.js";
 // tasks that follow, keeping what is on screen where it is.
 const FIRST_SCREEN = 12;
 const BACKLOG_CHUNK = 16;
+const STOP_TASK = "Stop the task? Its steps are kept.";
 
 /** The body of a message sent: its text, and its files' ids when it has any. */
 function messageBody(requestId, pending) {
@@ -324,6 +326,15 @@ export class ConversationView extends EventStream {
       this.dropPending(requestId);
       hooks.composerError(error instanceof ApiError ? error.message : "Flarebot cannot be reached right now.");
     }
+  }
+
+  /** Stop what runs: the answer at once, a browser task only once the owner confirms (its steps stay). */
+  async stop() {
+    if (this.tasks.unfinished) {
+      const stopping = await ask({ question: STOP_TASK, yes: "Stop the task", no: "Keep it" });
+      if (!stopping || !this.alive) return;
+    }
+    await this.cancel();
   }
 
   async cancel() {

@@ -6,7 +6,7 @@
 // link are chat-keys.js), and starts the page.
 
 import "./chat-actions.js";
-import "./chat-keys.js";
+import { typingIn } from "./chat-keys.js";
 import { attentionChanged, attentionLoad } from "./chat-attention.js";
 import { unreadSet, unreadShown } from "./chat-unread.js";
 import { loadModel } from "./chat-header.js";
@@ -51,16 +51,20 @@ ui.toggle.addEventListener("click", () => {
 });
 ui.backdrop.addEventListener("click", closeSidebar);
 // Escape undoes one thing at a time: a rename or delete question (their own handlers spend
-// it), then an open sidebar, then a streaming answer (as Stop does).
+// it), a text field (Escape only leaves it: what was typed stays, nothing else happens), then
+// an open sidebar, then what runs (as Stop does: a browser task is stopped only once asked).
 document.addEventListener("keydown", (event) => {
   if (event.key !== "Escape" || event.defaultPrevented || event.isComposing) return;
-  if (app.classList.contains("sidebar-open")) {
+  if (typingIn(event.target)) {
+    event.preventDefault();
+    event.target.blur();
+  } else if (app.classList.contains("sidebar-open")) {
     event.preventDefault();
     closeSidebar();
     ui.toggle.focus();
   } else if (state.view && !ui.stop.hidden) {
     event.preventDefault();
-    state.view.cancel();
+    state.view.stop();
   }
 });
 

@@ -240,23 +240,49 @@ def test_the_owner_signs_in_through_the_live_view_and_nothing_typed_is_kept(
     assert all(FIXTURE_PASSWORD not in str(r.body) for r in fake_providers.requests)
 
 
-def test_stop_cancels_a_running_task_and_the_card_says_so_from_its_outcome(
+def test_escape_in_the_answer_box_only_leaves_it_and_stopping_the_task_asks_first(
     chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, web: FixtureWeb
 ) -> None:
     page = chat_page
     conversation_id = live_owner.create_conversation("Stopped")
     open_conversation(page, conversation_id)
-    card = propose(page, fake_providers, goal="Wait a while.", start_url=web.url("/shop"), restrictions=[])
-    fake_providers.script(step("wait", seconds=10), step("click", element=1))
+    card = propose(page, fake_providers, goal="Buy one blue kettle.", start_url=web.url("/shop"), restrictions=[])
+    fake_providers.script(step("ask_owner", question="Which size?"))
     card.get_by_role("button", name="Start").click()
-    expect(card.locator(".task-progress")).to_contain_text("Waiting 10 s", timeout=TASK_MS)
+    expect(card.locator(".task-question-text")).to_have_text("Which size?", timeout=TASK_MS)
+    [task] = BrowserTask.objects.all()
+    box = card.get_by_label("Your answer")
+    box.fill("The large one")
+    asked = page.get_by_role("alertdialog", name="Stop the task? Its steps are kept.")
 
+    # Escape in the answer box only leaves it: what was typed stays, and nothing is asked or stopped.
+    box.press("Escape")
+    expect(box).not_to_be_focused()
+    expect(box).to_have_value("The large one")
+    expect(asked).to_have_count(0)
+
+    # Escape outside a field asks first, in the page; its own Escape takes the question back.
+    page.keyboard.press("Escape")
+    expect(asked).to_be_visible()
+    expect(asked.get_by_role("button", name="Keep it")).to_be_focused()
+    screenshot(page, "browser-task-stop-asked")
+    page.keyboard.press("Escape")
+    expect(asked).to_have_count(0)
+    expect(card.locator(".task-state")).to_have_text("Waiting for your answer")
+    expect(box).to_have_value("The large one")
+    task.refresh_from_db()
+    assert task.status == "paused"
+
+    # Stop asks the same; stopping keeps the card's steps.
     page.locator("#stop").click()
+    asked.get_by_role("button", name="Stop the task").click()
 
     expect(card.locator(".task-outcome")).to_have_text("Cancelled: The owner cancelled the browser task.")
     expect(card.locator(".task-state")).to_have_text("Cancelled")
+    expect(card.locator("details.task-record summary")).to_have_text("Steps and answers (1 step, 1 question)")
     expect(page.locator("#stop")).to_be_hidden()
-    assert web.cart == []
+    task.refresh_from_db()
+    assert task.status == "cancelled"
 
 
 WIDTHS = [pytest.param(width, id=f"{width}px") for width in (1280, 375)]
