@@ -7,6 +7,13 @@
   it waits for the window's end and goes as one message saying how many.
 - Quiet hours hold every kind but "needs an answer" (`services.quiet_until`); when they
   end, everything they held goes to each destination as one summary.
+- Every claim checks again what is pending: a question answered (or denied, or its task
+  ended) and a proposal taken are dropped, never sent, so a count is what still waits.
+  The check is made under the destination's lock just before the claim; an answer given
+  during the send itself (its bound is `transport.SEND_BOUND`) can still be told.
+- Messages about one subject (a browser task, a scheduled task) keep their order: one
+  that is due waits while an earlier one about the same subject waits for its minute or
+  a retry, and the messages of one pass go in the order their first notification came.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from django.db.models import F, Max, Min, QuerySet
 from django.utils import timezone
 
 from flarebot.core.crypto import Secret
-from notifications.messages import PLURALS, one_line
+from notifications.messages import ANSWERABLE, PLURALS, keys_resolved, one_line
 from notifications.models import Delivery, DeliveryStatus, Destination, Kind, Notification
 from notifications.services import MAX_DESTINATIONS, UNREADABLE, destination_url, quiet_until, settings_get
 from notifications.transport import Message, TransportError, message_send
@@ -50,8 +57,9 @@ def _message(deliveries: Sequence[Delivery], *, summary_of_quiet: bool) -> Messa
         counts[delivery.kind] = counts.get(delivery.kind, 0) + 1
     if summary_of_quiet:
         parts = [PLURALS[Kind(kind)].format(n=n) if n > 1 else Kind(kind).label.lower() for kind, n in counts.items()]
+        held = len(deliveries)
         return Message(
-            title=f"While quiet hours held them: {len(deliveries)} notifications",
+            title=f"While quiet hours held them: {held} notification{'s' if held != 1 else ''}",
             body=one_line("; ".join(parts) + ".") + f"\n{_link('/')}",
         )
     kind = Kind(deliveries[0].kind)
@@ -70,12 +78,43 @@ def _claim(pending: QuerySet[Delivery], now: datetime) -> list[Delivery]:
     return list(Delivery.objects.select_related("notification").filter(claim=claim, status=DeliveryStatus.SENDING))
 
 
+def _drop_resolved(pending: QuerySet[Delivery], now: datetime) -> None:
+    """Drop the pending questions and proposals that no longer wait for the owner."""
+    rows = list(pending.filter(kind__in=ANSWERABLE).values_list("id", "notification__key"))
+    resolved = keys_resolved(keys={key for _, key in rows})
+    dropped = [id_ for id_, key in rows if key in resolved]
+    if dropped:
+        pending.filter(id__in=dropped).update(status=DeliveryStatus.DROPPED, updated_at=now)
+
+
+def _keep_order(pending: QuerySet[Delivery], now: datetime) -> None:
+    """Postpone what is due while an earlier delivery about its subject waits (its minute or a retry)."""
+    rows = (
+        pending.filter(held=False)
+        .exclude(notification__subject="")
+        .order_by("notification__created_at")
+        .values_list("id", "notification__subject", "due_at")
+    )
+    waiting: dict[str, datetime] = {}  # a subject's latest due time of those that wait
+    postponed: dict[datetime, list[uuid.UUID]] = {}
+    for id_, subject, due_at in rows:
+        until = waiting.get(subject)
+        if due_at <= now and until is not None:
+            postponed.setdefault(until, []).append(id_)
+            due_at = until
+        if due_at > now:
+            waiting[subject] = max(due_at, until or due_at)
+    for until, ids in postponed.items():
+        pending.filter(id__in=ids).update(due_at=until, updated_at=now)
+
+
 def _take(destination: Destination, now: datetime) -> list[tuple[list[Delivery], bool]]:
     """Claim what is due to a destination, as the messages to send: (deliveries, quiet hours' summary).
 
-    The destination's row is locked while the coalescing minute is checked and the claims
-    are made, so two workers at once never both send a kind's message within the minute.
-    A message counts from its claim, not its arrival.
+    The destination's row is locked while what is pending is checked again, the coalescing
+    minute and the order are kept and the claims are made, so two workers at once never
+    both send a kind's message within the minute. A message counts from its claim, not its
+    arrival.
     """
     messages: list[tuple[list[Delivery], bool]] = []
     with transaction.atomic():
@@ -83,27 +122,29 @@ def _take(destination: Destination, now: datetime) -> list[tuple[list[Delivery],
         # (a key-share lock) and never wait for it.
         if Destination.objects.select_for_update(no_key=True).filter(id=destination.id).first() is None:
             return []
-        due = Delivery.objects.filter(destination=destination, status=DeliveryStatus.PENDING, due_at__lte=now)
+        pending = Delivery.objects.filter(destination=destination, status=DeliveryStatus.PENDING)
+        _drop_resolved(pending, now)
+        due = pending.filter(due_at__lte=now)
         quiet_end = quiet_until(settings_get(), now)
         if quiet_end is not None:
             due.exclude(kind=Kind.NEEDS_ANSWER).update(held=True, due_at=quiet_end, updated_at=now)
         held = _claim(due.filter(held=True), now)
         if held:
             messages.append((held, True))
-        for kind in sorted(set(due.filter(held=False).values_list("kind", flat=True))):
+        kinds = sorted(set(due.filter(held=False).values_list("kind", flat=True)))
+        for kind in kinds:
             last = Delivery.objects.filter(
                 destination=destination,
                 kind=kind,
                 status__in=[DeliveryStatus.SENDING, DeliveryStatus.SENT],
                 claimed_at__isnull=False,
             ).aggregate(at=Max("claimed_at"))["at"]
-            of_kind = due.filter(held=False, kind=kind)
             if last is not None and now < last + COALESCE:
-                of_kind.update(due_at=last + COALESCE, updated_at=now)
-                continue
-            taken = _claim(of_kind, now)
-            if taken:
-                messages.append((taken, False))
+                due.filter(held=False, kind=kind).update(due_at=last + COALESCE, updated_at=now)
+        _keep_order(pending, now)
+        coalesced = [_claim(due.filter(held=False, kind=kind), now) for kind in kinds]
+        coalesced = sorted(filter(None, coalesced), key=lambda taken: min(d.notification.created_at for d in taken))
+        messages += [(taken, False) for taken in coalesced]
     return messages
 
 

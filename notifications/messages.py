@@ -4,17 +4,30 @@ Only names the owner gave (a task's, a conversation's) and fixed words go into a
 never page text, text a browser task typed, a model's summary, or a secret. The path is
 the exact card in the chat page (`/?c=<conversation>` and the card's anchor); the link is
 `FLAREBOT_ORIGIN` and the path, and opening it needs the owner's session as any page does.
+
+A question and a proposal tell what waits for the owner, and stop being true once the
+owner acts: `keys_resolved` says which, from the rows their keys name.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from conversations.events import EventKind
-from conversations.models import BrowserTask, BrowserTaskProposal, Conversation
+from conversations.models import (
+    BrowserTask,
+    BrowserTaskProposal,
+    Conversation,
+    ConversationState,
+    CriticalPoint,
+    CriticalPointState,
+    ProposalState,
+)
+from flarebot.core.ids import uuid_parse
 from notifications.models import Kind
 from tasks.models import RunStatus, TaskRun
 
@@ -44,6 +57,10 @@ PLURALS = {
     Kind.BROWSER_FINISHED: "{n} browser tasks finished",
     Kind.RUN_COMPLETED: "{n} task runs completed",
 }
+# The kinds that tell what waits for the owner, and the keys that name what waits.
+ANSWERABLE = (Kind.NEEDS_ANSWER, Kind.PROPOSAL)
+_QUESTION = "critical_point:"
+_PROPOSAL = "proposal:"
 _SPACES = re.compile(r"\s+")
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -58,6 +75,7 @@ class Told:
     title: str
     summary: str
     path: str
+    subject: str = ""  # what it is about, for keeping one subject's messages in order
     task_id: uuid.UUID | None = None  # a run's task, for its "notify me" switch
 
 
@@ -92,11 +110,12 @@ def told_of(*, conversation_id: uuid.UUID, kind: str, data: dict[str, Any]) -> T
         point = data["critical_point_id"]
         return Told(
             kind=Kind.NEEDS_ANSWER,
-            key=f"critical_point:{point}",
+            key=f"{_QUESTION}{point}",
             conversation_id=conversation_id,
             title=_QUESTION_TITLES.get(str(data.get("kind")), "A browser task needs your answer"),
             summary=one_line(f"Waiting in {_conversation_name(conversation_id)}."),
             path=_task_card(conversation_id, data["task_id"]),
+            subject=f"browser_task:{data['task_id']}",
         )
     if kind == EventKind.BROWSER_TASK_FINISHED:
         task = data["task_id"]
@@ -108,6 +127,7 @@ def told_of(*, conversation_id: uuid.UUID, kind: str, data: dict[str, Any]) -> T
             title=f"A browser task {outcome}",
             summary=one_line(f"In {_conversation_name(conversation_id)}."),
             path=_task_card(conversation_id, task),
+            subject=f"browser_task:{task}",
         )
     if kind == EventKind.BROWSER_TASK_PROPOSED:
         return _proposed(conversation_id, str(data["proposal_id"]))
@@ -124,11 +144,12 @@ def _proposed(conversation_id: uuid.UUID, proposal_id: str) -> Told | None:
         return None
     return Told(
         kind=Kind.PROPOSAL,
-        key=f"proposal:{proposal_id}",
+        key=f"{_PROPOSAL}{proposal_id}",
         conversation_id=conversation_id,
         title="An unattended run proposed a browser task",
         summary=one_line(f"Task {_name(run.task.name)} in {_conversation_name(conversation_id)}: start or dismiss it."),
         path=_card(conversation_id, f"browser-task-{proposal_id}"),
+        subject=f"task:{run.task_id}",
     )
 
 
@@ -154,5 +175,40 @@ def _run(conversation_id: uuid.UUID, run: dict[str, Any]) -> Told | None:
         title=title,
         summary=one_line(f"Task {_name(row.task.name)} in {_conversation_name(conversation_id)}."),
         path=_card(conversation_id, f"turn-{turn_id}" if turn_id else ""),
+        subject=f"task:{row.task_id}",
         task_id=row.task_id,
     )
+
+
+def _ids(keys: Collection[str], prefix: str) -> dict[uuid.UUID, str]:
+    found = {}
+    for key in keys:
+        parsed = uuid_parse(key.removeprefix(prefix)) if key.startswith(prefix) else None
+        if parsed is not None:
+            found[parsed] = key
+    return found
+
+
+def keys_resolved(*, keys: Collection[str]) -> set[str]:
+    """The keys of questions and proposals among these that no longer wait for the owner.
+
+    A question waits while its critical point is open (an answer, a denial or its task's
+    end closes it), a proposal while it is neither started, dismissed nor replaced; neither
+    waits once its conversation is being deleted. Other keys tell what happened: never resolved.
+    """
+    questions, proposals = _ids(keys, _QUESTION), _ids(keys, _PROPOSAL)
+    waiting = set()
+    if questions:
+        waiting |= set(
+            CriticalPoint.objects.filter(
+                id__in=questions, state=CriticalPointState.OPEN, task__conversation__state=ConversationState.ACTIVE
+            ).values_list("id", flat=True)
+        )
+    if proposals:
+        waiting |= set(
+            BrowserTaskProposal.objects.filter(
+                id__in=proposals, state=ProposalState.PROPOSED, conversation__state=ConversationState.ACTIVE
+            ).values_list("id", flat=True)
+        )
+    answerable = {key for key in keys if key.startswith((_QUESTION, _PROPOSAL))}
+    return answerable - {key for found in (questions, proposals) for id_, key in found.items() if id_ in waiting}

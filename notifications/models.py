@@ -5,7 +5,8 @@ unique: an event written twice tells once). Each of it gets one `Delivery` per d
 in that transaction; a delivery is sent by a job that claims it first (`status` moves from
 pending to sending with a fresh `claim` in one conditional update), so a restarted worker
 or a duplicated job never sends it twice. A burst of one kind to one destination goes as
-one message (`batch`), and so does everything quiet hours held.
+one message, and so does everything quiet hours held; what no longer holds when its time
+comes (a question answered, a proposal taken) is dropped, not sent.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class Notification(BaseModel):
     title = models.CharField(max_length=120)
     summary = models.CharField(max_length=200)
     path = models.CharField(max_length=300)
+    # What it is about ("browser_task:<id>", "task:<id>"): one subject's messages go in order.
+    subject = models.CharField(max_length=80, blank=True, default="")
 
     class Meta:
         constraints = [
@@ -88,6 +91,9 @@ class DeliveryStatus(models.TextChoices):
     SENDING = "sending", "Sending"  # claimed by a job; never claimed again
     SENT = "sent", "Sent"
     FAILED = "failed", "Failed"  # the last try failed, or a worker stopped while sending it
+    # What it told no longer held when its time came (the question was answered, denied or
+    # its task ended; the proposal was started or dismissed): never sent.
+    DROPPED = "dropped", "Dropped"
 
 
 class Delivery(BaseModel):
@@ -115,7 +121,8 @@ class Delivery(BaseModel):
             models.CheckConstraint(condition=models.Q(kind__in=Kind.values), name="notif_delivery_kind_valid"),
         ]
         indexes = [
-            # _take: a destination's pending deliveries that are due
+            # _take: a destination's pending deliveries that are due (and all of them, for
+            # _drop_resolved and _keep_order)
             models.Index(fields=["destination", "status", "due_at"], name="notif_delivery_due"),
             # _take (the coalescing minute): the last message of a kind claimed for a destination
             models.Index(fields=["destination", "kind", "claimed_at"], name="notif_delivery_last_claim"),

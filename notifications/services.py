@@ -4,7 +4,9 @@
   notification exists exactly when its event does; its deliveries' job is enqueued after
   commit with only the destination's id. Sending them is `delivery.py`.
 - Quiet hours (in their own time zone) hold every kind but "needs an answer"; when they
-  end, everything they held goes to each destination as one summary.
+  end, everything they held goes to each destination as one summary. What they hold
+  follows the settings: saved quiet hours that end earlier (or are off, or no longer
+  cover now) release it at their new end.
 """
 
 from __future__ import annotations
@@ -147,8 +149,8 @@ def _clock(raw: Any, field: str) -> time:
     return time(hour, minute)
 
 
-def settings_update(*, kinds: Any, quiet_hours: Any) -> NotificationSettings:
-    """Replace the kinds and quiet hours; held deliveries follow (quiet hours off: they go now)."""
+def settings_update(*, kinds: Any, quiet_hours: Any, now: datetime | None = None) -> NotificationSettings:
+    """Replace the kinds and quiet hours; what they hold goes at their new end (now, if outside them)."""
     if not isinstance(kinds, Mapping) or set(kinds) != set(KINDS):
         raise SettingsInvalid(f"The kinds must name exactly {', '.join(KINDS)}.", field="kinds")
     for name in KINDS:
@@ -179,10 +181,22 @@ def settings_update(*, kinds: Any, quiet_hours: Any) -> NotificationSettings:
             setattr(row, name, kinds[name])
         row.quiet_enabled, row.quiet_start, row.quiet_end, row.quiet_time_zone = enabled, start, end, time_zone
         row.save()
-        if not enabled:
-            now = timezone.now()
-            Delivery.objects.filter(status=DeliveryStatus.PENDING, held=True, due_at__gt=now).update(due_at=now)
+        _held_follow(row, now or timezone.now())
     return row
+
+
+def _held_follow(row: NotificationSettings, now: datetime) -> None:
+    """Move what quiet hours hold to the end of the quiet hours `now` falls in, or to now outside them."""
+    held = Delivery.objects.filter(status=DeliveryStatus.PENDING, held=True)
+    ends = quiet_until(row, now)
+    if ends is not None:
+        held.exclude(due_at=ends).update(due_at=ends, updated_at=now)
+        return
+    released = held.filter(due_at__gt=now)
+    destinations = set(released.values_list("destination_id", flat=True))
+    released.update(due_at=now, updated_at=now)
+    if destinations:
+        transaction.on_commit(lambda: _enqueue(destinations))
 
 
 def quiet_until(row: NotificationSettings, now: datetime) -> datetime | None:
@@ -252,6 +266,7 @@ def notifications_record(*, events: Iterable[Mapping[str, Any]]) -> list[Notific
             title=one_line(told.title, 120),
             summary=one_line(told.summary),
             path=told.path,
+            subject=told.subject,
         )
         Delivery.objects.bulk_create(
             Delivery(notification=notification, destination_id=d, kind=told.kind, due_at=now) for d in destinations
