@@ -1,7 +1,9 @@
-"""JSON API of attachments: upload one file to a conversation, and serve it back to the owner."""
+"""JSON API of attachments: upload one file (to a conversation, or to none yet in a new chat), serve it
+back to the owner, and remove one that was not sent."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.http import FileResponse
@@ -48,46 +50,62 @@ def attachment_json(attachment: Attachment) -> dict[str, Any]:
     }
 
 
+TYPES = (
+    "The type is decided from the content: PNG, JPEG, GIF, WebP, PDF, and UTF-8 text (Markdown, CSV and JSON by "
+    "their name; JSON must parse). Refused early, before the body is read whole."
+)
+UPLOAD_ERRORS = {
+    "e400": "`invalid_upload`: not one file in the field `file`; `name_too_long`: a name too long to read.",
+    "e413": f"`too_large`: over {FILE_MAX:,} bytes.",
+    "e415": "`unsupported_type`: HTML, SVG, XML, binary or empty content.",
+}
+
+
 @extend_schema(parameters=[path_id("conversation_id")])
 class AttachmentUploadApi(APIView):
     parser_classes = [MultiPartParser]
 
     @extend_schema(
         request={"multipart/form-data": UploadInput},
-        description=(
-            "Upload one file (multipart field `file`) to the conversation; send its id with a message. The type is "
-            "decided from the content: PNG, JPEG, GIF, WebP, PDF, and UTF-8 text (Markdown, CSV and JSON by their "
-            "name; JSON must parse). Refused early, before the body is read whole."
-        ),
-        responses={
-            201: AttachmentOutput,
-            **errors(
-                400,
-                404,
-                413,
-                415,
-                e400="`invalid_upload`: not one file in the field `file`; `name_too_long`: a name too long to read.",
-                e413=f"`too_large`: over {FILE_MAX:,} bytes.",
-                e415="`unsupported_type`: HTML, SVG, XML, binary or empty content.",
-            ),
-        },
+        description=f"Upload one file (multipart field `file`) to the conversation; send its id with a message. "
+        f"{TYPES}",
+        responses={201: AttachmentOutput, **errors(400, 404, 413, 415, **UPLOAD_ERRORS)},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
-        parsed = parse_uuid(conversation_id, what="conversation id")
-        handler = AttachmentUploadHandler(request._request)
-        request._request.upload_handlers = [handler]
-        try:
-            files = _files(request)
-            uploads = files.getlist(FIELD)
-            if len(uploads) != 1 or len(files) != 1 or set(request.data) - {FIELD}:
-                raise UploadInvalid("Send one file, in the multipart field `file`.")
-            upload = uploads[0]
-            assert isinstance(upload, Upload)
-        except BaseException:
-            handler.discard()
-            raise
-        attachment = services.attachment_create(conversation_id=parsed, upload=upload)
-        return Response(attachment_json(attachment), status=status.HTTP_201_CREATED)
+        return _upload(request, conversation_id=parse_uuid(conversation_id, what="conversation id"))
+
+
+class UnsentUploadApi(APIView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        request={"multipart/form-data": UploadInput},
+        description=(
+            "Upload one file (multipart field `file`) before its conversation exists (a new chat): the first "
+            "message that names it, in any conversation, claims it. One never sent is removed after a day. "
+            f"{TYPES}"
+        ),
+        responses={201: AttachmentOutput, **errors(400, 413, 415, **UPLOAD_ERRORS)},
+    )
+    def post(self, request: Request) -> Response:
+        return _upload(request, conversation_id=None)
+
+
+def _upload(request: Request, *, conversation_id: uuid.UUID | None) -> Response:
+    handler = AttachmentUploadHandler(request._request)
+    request._request.upload_handlers = [handler]
+    try:
+        files = _files(request)
+        uploads = files.getlist(FIELD)
+        if len(uploads) != 1 or len(files) != 1 or set(request.data) - {FIELD}:
+            raise UploadInvalid("Send one file, in the multipart field `file`.")
+        upload = uploads[0]
+        assert isinstance(upload, Upload)
+    except BaseException:
+        handler.discard()
+        raise
+    attachment = services.attachment_create(conversation_id=conversation_id, upload=upload)
+    return Response(attachment_json(attachment), status=status.HTTP_201_CREATED)
 
 
 def _files(request: Request) -> Any:
@@ -129,3 +147,17 @@ class AttachmentDetailApi(APIView):
         response["X-Content-Type-Options"] = "nosniff"
         response["Content-Security-Policy"] = SANDBOX
         return response
+
+    @extend_schema(
+        description=(
+            "Remove a file that was not sent with a message (the owner removed it from the message box), and its "
+            "stored content unless another attachment has the same."
+        ),
+        responses={
+            204: None,
+            **errors(400, 404, 409, e409="`attachment_sent`: it went with a message; it goes with the history."),
+        },
+    )
+    def delete(self, request: Request, attachment_id: str) -> Response:
+        services.attachment_discard(attachment_id=parse_uuid(attachment_id, what="attachment id"))
+        return Response(status=status.HTTP_204_NO_CONTENT)

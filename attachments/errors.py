@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flarebot.core.errors import FlarebotError, InvalidInput, NotFound, TooLarge
+from flarebot.core.errors import Conflict, FlarebotError, InvalidInput, NotFound, TooLarge
 
 
 class AttachmentTooLarge(TooLarge):
@@ -42,3 +42,10 @@ class AttachmentNotFound(NotFound):
     """No attachment has this id (it never existed, or its conversation was deleted or cleared)."""
 
     default_message = "There is no such attachment; its conversation may have been cleared or deleted."
+
+
+class AttachmentSent(Conflict):
+    """The attachment went with a message already: only an unsent upload can be removed."""
+
+    code = "attachment_sent"
+    default_message = "This file was sent with a message; it goes only with its conversation's history."

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 FILE_MAX = 20 * 1024 * 1024  # bytes per file
 MESSAGE_FILES_MAX = 10  # files per message
 MESSAGE_BYTES_MAX = 100 * 1024 * 1024  # bytes of all files of one message
+# A file uploaded in a new chat and never sent (its page was closed) is swept after this.
+UNSENT_MAX_AGE = timedelta(days=1)
 # What reaches the model inline; the rest through read_attachment.
 PDF_PAGES_INLINE = 20
 TEXT_CHARS_INLINE = 100_000

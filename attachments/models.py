@@ -1,8 +1,11 @@
 """One row per uploaded file; the file itself is a blob stored once by its content hash (attachments.storage).
 
 An attachment belongs to a conversation from its upload, and to a message once a message
-names it (at most one message: `message` is set by the submit that claims it). The name is
-kept as the owner gave it, cleaned, for display only: it is never used as a path.
+names it (at most one message: `message` is set by the submit that claims it). A file
+attached in a new chat, before any conversation exists, is uploaded to none: the first
+message that names it claims it for its conversation, and one never sent goes with the
+sweep (or at once when the owner removes it). The name is kept as the owner gave it,
+cleaned, for display only: it is never used as a path.
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ TEXT_TYPES = frozenset({MediaType.TEXT, MediaType.MARKDOWN, MediaType.CSV, Media
 
 
 class Attachment(BaseModel):
-    conversation = models.ForeignKey("conversations.Conversation", on_delete=models.CASCADE, related_name="+")
+    # None for a file uploaded before its conversation exists (a new chat), until a message claims it.
+    conversation = models.ForeignKey(
+        "conversations.Conversation", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
     message = models.ForeignKey(
         "conversations.Message", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
@@ -46,6 +52,11 @@ class Attachment(BaseModel):
             models.CheckConstraint(condition=models.Q(media_type__in=MediaType.values), name="attachments_type_valid"),
             models.CheckConstraint(condition=~models.Q(name=""), name="attachments_name_not_empty"),
             models.CheckConstraint(condition=models.Q(sha256__regex=r"^[0-9a-f]{64}$"), name="attachments_sha256_hex"),
+            # A sent file is always its message's conversation's.
+            models.CheckConstraint(
+                condition=models.Q(message__isnull=True) | models.Q(conversation__isnull=False),
+                name="attachments_sent_in_conversation",
+            ),
             # attachment_from_tool: one row per file a call returned
             models.UniqueConstraint(
                 fields=["message", "tool_call_id", "name"],
@@ -54,7 +65,8 @@ class Attachment(BaseModel):
             ),
         ]
         indexes = [
-            # attachments_claim and attachments_delete: a conversation's attachments
+            # attachments_claim and attachments_delete: a conversation's attachments; the sweep:
+            # the unsent ones of no conversation (NULL), oldest first
             models.Index(fields=["conversation", "created_at"], name="attachments_conversation"),
             # blobs_unreferenced: whether any row still names a blob
             models.Index(fields=["sha256"], name="attachments_sha256"),

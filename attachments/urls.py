@@ -11,5 +11,10 @@ urlpatterns = [
         body_max(UPLOAD_BODY_MAX, too_large_message())(api.AttachmentUploadApi.as_view()),
         name="attachment-upload",
     ),
+    path(
+        "attachments/",
+        body_max(UPLOAD_BODY_MAX, too_large_message())(api.UnsentUploadApi.as_view()),
+        name="attachment-upload-unsent",
+    ),
     path("attachments/<str:attachment_id>/", api.AttachmentDetailApi.as_view(), name="attachment-detail"),
 ]

@@ -1,13 +1,14 @@
 // The composer's attachments: files chosen with Attach, dropped on the chat or pasted (an
-// image from the clipboard), each uploaded at once to the selected conversation and shown as
-// a chip above the message box (name, size, type, a progress bar, Remove). The limits are the
-// server's (the template's data attributes); the type is the server's too, decided from the
-// content: a refused file keeps its chip with the server's message and is never sent.
-// Send waits for nothing: it is disabled while a file is still uploading.
+// image from the clipboard), each uploaded at once and shown as a chip above the message box
+// (name, size, type, a progress bar, Remove). A file goes to the selected conversation, or in
+// a new chat to none: attaching creates no conversation (the first message does, and claims
+// the file), and removing a chip deletes its upload, so an unsent new chat leaves nothing
+// behind. The limits are the server's (the template's data attributes); the type is the
+// server's too, decided from the content: a refused file keeps its chip with the server's
+// message and is never sent. Send waits for nothing: it is disabled while a file uploads.
 
-import { ANSWER_WITHIN_MS } from "./api.js";
+import { ANSWER_WITHIN_MS, api } from "./api.js";
 import { app, state, ui } from "./chat-shell.js";
-import { createConversation } from "./chat-sidebar.js";
 import { button, el, numbers } from "./dom.js";
 
 // Limits come from the server (attachments/limits.py through the template).
@@ -19,7 +20,10 @@ const list = document.getElementById("attachments");
 const picker = document.getElementById("attach-input");
 const attachButton = document.getElementById("attach");
 
-/** Each chip's file: {key, conversationId, name, size, type, state, id?, request?, file?, retry?, el, bar, said}. */
+/**
+ * Each chip's file: {key, conversationId, name, size, type, state, id?, request?, file?, retry?, el, bar, said};
+ * `conversationId` is null for a file attached in a new chat, which any conversation's message may take.
+ */
 let items = [];
 let onChange = () => {};
 
@@ -39,9 +43,11 @@ export function sizeText(bytes) {
 
 const mb = (bytes) => `${numbers.format(bytes / (1024 * 1024))} MB`;
 
-/** The files that will go with the message: uploaded and accepted. */
+/** The files that will go with the message: uploaded (to this conversation or to none) and accepted. */
 export function readyAttachments() {
-  return items.filter((item) => item.state === "ready" && item.conversationId === state.currentId);
+  return items.filter(
+    (item) => item.state === "ready" && (item.conversationId === null || item.conversationId === state.currentId),
+  );
 }
 
 export function uploading() {
@@ -53,7 +59,7 @@ export function hasAttachments() {
   return readyAttachments().length > 0;
 }
 
-/** Clear every chip (after a send, or when another conversation is shown); uploads are stopped. */
+/** Clear every chip after a send (their files went with the message); uploads still running are stopped. */
 export function clearAttachments() {
   for (const item of items) if (item.request) item.request.abort();
   items = [];
@@ -62,9 +68,26 @@ export function clearAttachments() {
   onChange();
 }
 
-/** The selected conversation changed: files uploaded to another one cannot go with its messages. */
+/** Delete an upload that will not be sent; one the server keeps anyway (unreachable) goes with its sweep. */
+function discard(item) {
+  if (item.request) item.request.abort();
+  if (item.id) api(`/api/attachments/${item.id}/`, { method: "DELETE" }).catch(() => {});
+}
+
+/**
+ * The selected conversation changed: files uploaded to another one cannot go with its messages
+ * and are dropped; those of a new chat (of no conversation yet) stay, for the next message.
+ */
 export function attachmentsFollow(conversationId) {
-  if (items.some((item) => item.conversationId !== conversationId)) clearAttachments();
+  const gone = items.filter((item) => item.conversationId !== null && item.conversationId !== conversationId);
+  if (!gone.length) return;
+  for (const item of gone) {
+    discard(item);
+    item.el.remove();
+  }
+  items = items.filter((item) => !gone.includes(item));
+  list.hidden = items.length === 0;
+  onChange();
 }
 
 /** Put back the files of a message the server refused (as they were, uploaded). */
@@ -112,7 +135,7 @@ function show(item) {
 }
 
 function removeItem(item) {
-  if (item.request) item.request.abort();
+  discard(item);
   const index = items.indexOf(item);
   items = items.filter((other) => other !== item);
   item.el.remove();
@@ -142,24 +165,11 @@ function overLimit(file) {
   return null;
 }
 
-let creating = null;
-async function conversationId() {
-  if (state.view) return state.view.id;
-  creating ??= createConversation().finally(() => (creating = null)); // a conversation comes to exist first
-  return (await creating).id;
-}
-
-/** Attach files: each gets a chip; those within the limits are uploaded. */
-export async function attachFiles(files) {
+/** Attach files: each gets a chip; those within the limits are uploaded (in a new chat, to no conversation). */
+export function attachFiles(files) {
   files = [...files];
   if (!files.length) return;
-  let id;
-  try {
-    id = await conversationId();
-  } catch {
-    for (const file of files) refuse(chip(file, state.currentId), "Not attached: Flarebot cannot be reached right now.");
-    return;
-  }
+  const id = state.view ? state.view.id : null;
   for (const file of files) {
     const reason = overLimit(file);
     const item = chip(file, id);
@@ -190,7 +200,8 @@ function upload(item, file) {
     clearTimeout(timer);
     timer = setTimeout(giveUp, ANSWER_WITHIN_MS);
   };
-  request.open("POST", `/api/conversations/${item.conversationId}/attachments/`);
+  const to = item.conversationId ? `/api/conversations/${item.conversationId}/attachments/` : "/api/attachments/";
+  request.open("POST", to);
   request.setRequestHeader("X-CSRFToken", csrfToken());
   request.setRequestHeader("Accept", "application/json");
   request.responseType = "json";

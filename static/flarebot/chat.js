@@ -36,7 +36,8 @@ hooks.restoreDraft = (text, attachments = []) => {
   ui.input.value = text;
   composerChanged();
 };
-// Files are uploaded to one conversation: showing another clears the composer's chips.
+// Files uploaded to one conversation cannot go to another: showing another drops their chips
+// (those of a new chat, uploaded to none, stay for the message that creates the conversation).
 const selectedBefore = hooks.selected;
 let chosenBeforeStart = false; // the owner picked a conversation or a new chat while the list loaded
 hooks.selected = (id) => {

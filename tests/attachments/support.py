@@ -48,9 +48,9 @@ def pdf(pages: list[str]) -> bytes:
 
 
 def upload(client: Client, conversation_id: object, name: str, content: bytes, **kwargs):
-    """POST one file as the page does."""
+    """POST one file as the page does: to a conversation, or (None) to none yet, as in a new chat."""
     return client.post(
-        f"/api/conversations/{conversation_id}/attachments/",
+        "/api/attachments/" if conversation_id is None else f"/api/conversations/{conversation_id}/attachments/",
         {"file": SimpleUploadedFile(name, content, content_type="application/octet-stream")},
         **kwargs,
     )

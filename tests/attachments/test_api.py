@@ -296,6 +296,31 @@ def test_it_refuses_an_upload_to_an_unknown_or_deleted_conversation(owner_client
     assert_nothing_stored()
 
 
+def test_removing_a_file_that_was_not_sent_leaves_nothing_behind(
+    owner_client, conversation, django_capture_on_commit_callbacks
+):
+    unsent = upload(owner_client, None, "a.png", png()).json()
+    in_conversation = upload(owner_client, conversation.id, "b.txt", b"b\n").json()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert owner_client.delete(f"/api/attachments/{unsent['id']}/").status_code == 204
+        assert owner_client.delete(f"/api/attachments/{in_conversation['id']}/").status_code == 204
+
+    assert_nothing_stored()
+    assert not blob_path(unsent["sha256"]).exists()
+    assert not blob_path(in_conversation["sha256"]).exists()
+    assert_error(owner_client.delete(f"/api/attachments/{unsent['id']}/"), 404, "not_found")
+
+
+def test_a_sent_file_is_not_removed_on_its_own(owner_client, conversation):
+    sent = upload(owner_client, conversation.id, "a.txt", b"sent\n").json()
+    turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text="", attachments=[sent["id"]])
+
+    assert_error(owner_client.delete(f"/api/attachments/{sent['id']}/"), 409, "attachment_sent")
+    assert Attachment.objects.filter(id=sent["id"]).exists()
+    assert blob_path(sent["sha256"]).read_bytes() == b"sent\n"
+
+
 def test_it_uploads_a_pdf(owner_client, conversation):
     response = upload(owner_client, conversation.id, "doc.pdf", pdf(["one", "two"]))
 

@@ -17,7 +17,7 @@ from attachments.models import Attachment, MediaType
 from attachments.storage import tmp_dir
 from attachments.uploads import Upload
 from conversations import services as conversations
-from conversations.models import Message, MessageRole, Turn
+from conversations.models import Conversation, Message, MessageRole, Turn
 from flarebot.asgi import application
 from tests.attachments.support import png, upload
 
@@ -87,6 +87,24 @@ def test_a_message_may_be_only_attachments(owner_client):
     assert user_parts(response.json()["turn_id"])[0] == {"type": "text", "text": ""}
     conversation.refresh_from_db()
     assert conversation.name == "shot.png"
+
+
+def test_a_file_attached_before_any_conversation_creates_none_and_goes_with_the_first_message(owner_client, owner):
+    notes = upload(owner_client, None, "notes.txt", b"Buy milk.\n")
+
+    assert notes.status_code == 201, notes.content
+    assert not Conversation.objects.exists()
+    conversation = conversations.conversation_create()
+    response = send(owner_client, conversation.id, text="Summarise", attachments=[notes.json()["id"]])
+
+    assert response.status_code == 202, response.content
+    assert user_parts(response.json()["turn_id"])[1]["name"] == "notes.txt"
+    claimed = Attachment.objects.get(id=notes.json()["id"])
+    turn_id = uuid.UUID(response.json()["turn_id"])
+    assert (claimed.conversation_id, claimed.message.turn_id) == (conversation.id, turn_id)
+    other = conversations.conversation_create(name="Other")
+    again = send(owner_client, other.id, text="Again", attachments=[notes.json()["id"]])
+    assert again.status_code == 400, again.content  # claimed: no other message takes it
 
 
 def test_a_message_with_neither_text_nor_attachments_is_refused(owner_client, conversation):

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from attachments import services
+from attachments.limits import UNSENT_MAX_AGE
 from attachments.models import Attachment
 from attachments.storage import blob_path, tmp_dir
 from conversations import services as conversations
 from conversations.clearing import conversation_clear
+from conversations.turns import turn_submit
 from tests.attachments.support import png, upload
 
 pytestmark = [pytest.mark.django_db, pytest.mark.database]
@@ -73,3 +78,22 @@ def test_the_sweep_removes_interrupted_uploads_and_unnamed_blobs_after_an_hour(o
     assert not orphan.exists()
     assert blob_path(named["sha256"]).exists()
     new_tmp.unlink()
+
+
+def test_the_sweep_removes_a_file_of_no_conversation_a_day_after_it_was_left_unsent(owner_client):
+    left = upload(owner_client, None, "left.txt", b"left\n").json()
+    recent = upload(owner_client, None, "recent.txt", b"recent\n").json()
+    sent = upload(owner_client, None, "sent.txt", b"sent\n").json()
+    conversation = conversations.conversation_create(name="Files")
+    turn_submit(conversation_id=conversation.id, request_id=uuid.uuid4(), text="", attachments=[sent["id"]])
+    a_day_ago = timezone.now() - UNSENT_MAX_AGE - timedelta(seconds=1)
+    Attachment.objects.filter(id__in=[left["id"], sent["id"]]).update(created_at=a_day_ago)
+    for body in (left, recent, sent):
+        age(blob_path(body["sha256"]), UNSENT_MAX_AGE.total_seconds() + 1)
+
+    services.attachments_sweep()  # its count holds what earlier tests left on the disk too
+
+    assert sorted(Attachment.objects.values_list("name", flat=True)) == ["recent.txt", "sent.txt"]
+    assert not blob_path(left["sha256"]).exists()
+    assert blob_path(recent["sha256"]).exists()
+    assert blob_path(sent["sha256"]).exists()

@@ -95,6 +95,7 @@ CONFIG = schemathesis.Config.from_dict(
             for name in (
                 "GET /api/conversations/{conversation_id}/activities/",
                 "POST /api/conversations/{conversation_id}/attachments/",
+                "POST /api/attachments/",
                 "POST /api/conversations/{conversation_id}/messages/",
                 "GET /api/tasks/{task_id}/runs/",
                 "POST /api/account/password/",
@@ -118,6 +119,7 @@ NO_SUCCESS_EXPECTED = {
     # A multipart file part needs a filename, which the schema cannot say: the generated
     # part is a plain field (400 `invalid_upload`); tests/attachments/test_api.py uploads.
     "POST /api/conversations/{conversation_id}/attachments/",
+    "POST /api/attachments/",
     "POST /api/account/password/",
     "POST /api/conversations/{conversation_id}/browser-tasks/",
     "POST /api/tasks/",

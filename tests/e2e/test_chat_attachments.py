@@ -21,9 +21,10 @@ from playwright.sync_api import FilePayload, Page, expect
 
 from attachments.limits import FILE_MAX, MESSAGE_BYTES_MAX, MESSAGE_FILES_MAX
 from attachments.models import Attachment
+from attachments.storage import blob_path
 from conversations.models import Message, MessageRole
 from tests.attachments.support import png
-from tests.e2e.chat_support import apply_look, no_sideways_scroll, open_conversation
+from tests.e2e.chat_support import apply_look, conversations, no_sideways_scroll, open_conversation, sidebar_names
 from tests.e2e.conftest import ANSWER_WITHIN_MS, HoldTheFirst, screenshot, until
 from tests.support.fake_providers import FakeProviders, Text
 from tests.support.live_clients import OwnerClient
@@ -311,6 +312,31 @@ def test_a_file_attached_in_a_new_chat_goes_with_its_first_message(
     assert [p["name"] for p in message.parts if p["type"] == "attachment"] == ["notes.txt"]
 
 
+def test_a_new_chat_creates_no_conversation_for_a_file_and_leaves_nothing_once_it_is_removed(
+    chat_page: Page, live_owner: OwnerClient
+) -> None:
+    page = chat_page
+    page.goto("/")
+    expect(page.locator("#connection")).not_to_have_attribute("data-state", "connecting")
+
+    attach_by_button(page, text_file("notes.txt", b"Buy milk.\n"))
+    expect(chip(page, "notes.txt")).to_have_attribute("data-state", "ready")
+
+    # Uploaded, to no conversation: none is listed, in the sidebar or by the server.
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(sidebar_names(page)).to_have_count(0)
+    assert conversations(live_owner) == []
+    [upload] = Attachment.objects.all()
+    assert upload.conversation_id is None
+    page.get_by_role("button", name="Remove notes.txt").click()
+
+    expect(chips(page)).to_have_count(0)
+    until(page, lambda: not Attachment.objects.exists(), "the removed upload is deleted")
+    until(page, lambda: not blob_path(upload.sha256).exists(), "its stored file is deleted")
+    assert conversations(live_owner) == []
+    expect(sidebar_names(page)).to_have_count(0)
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_a_send_the_server_refuses_puts_its_text_and_files_back(
     chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, width: int
@@ -424,7 +450,7 @@ def test_an_upload_the_server_never_answers_fails_in_time_and_retry_sends_it_aga
 def test_a_text_file_named_like_a_page_saves_as_text_from_its_chip(
     chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
 ) -> None:
-    """A page named `.html` whose markup starts after its first bytes saves as `.txt`: opened, it is text, not a page."""
+    """A page named `.html` whose markup starts after its first bytes saves as `.txt`: opened, it is text."""
     page = chat_page
     fake_providers.script([Text("Noted.")])
     open_conversation(page, live_owner.create_conversation("Saved pages"))
