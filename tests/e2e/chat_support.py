@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from conversations.models import Message, MessageRole
 from tests.support.fake_providers import Step, Text
 from tests.support.live_clients import OwnerClient
 
@@ -97,6 +98,38 @@ def answers(page: Page) -> Locator:
 
 def last_answer(page: Page) -> Locator:
     return answers(page).last
+
+
+def engine_call_id_of(page: Page, provider_id: str, *, timeout_ms: int | None = None) -> str:
+    """Wait until the call the model server sent as `provider_id` is stored, and return the engine's id of it.
+
+    The engine names every call itself (`engine_call_id`: turn, step and index) and keeps the
+    server's id in the call's tool part only to answer the server; cards, activities and
+    events carry the engine's. The part is stored in the same transaction as the call's
+    first events, before any of them is published, so it is there before its card is.
+    """
+    from tests.e2e.conftest import STEP_TIMEOUT_MS, until  # at call time: conftest imports this module
+
+    found: list[str] = []
+
+    def stored() -> bool:
+        found[:] = [
+            part["tool_call_id"]
+            for parts in Message.objects.filter(role=MessageRole.ASSISTANT).values_list("parts", flat=True)
+            for part in parts
+            if part.get("type") == "tool" and part.get("provider_call_id") == provider_id
+        ]
+        return bool(found)
+
+    until(page, stored, f"a stored part of the call {provider_id!r}", timeout_ms=timeout_ms or STEP_TIMEOUT_MS)
+    assert len(found) == 1, f"the call {provider_id!r} is stored as {found}"
+    return found[0]
+
+
+def tool_card(page: Page, provider_id: str, *, timeout_ms: int | None = None) -> Locator:
+    """The card of the call the model server sent as `provider_id`, once the call is stored (`engine_call_id_of`)."""
+    call_id = engine_call_id_of(page, provider_id, timeout_ms=timeout_ms)
+    return page.locator(f'.tool-card[data-tool-call-id="{call_id}"]')
 
 
 def forgive(page_errors: list[str], *fragments: str) -> None:

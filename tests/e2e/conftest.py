@@ -144,10 +144,10 @@ class HoldTheFirst:
             self.held.append(route)
 
 
-def until(page: Page, condition: Callable[[], bool], what: str) -> None:
-    """Let the page run until `condition` holds, for at most STEP_TIMEOUT_MS."""
-    for _ in range(STEP_TIMEOUT_MS // 50):
+def until(page: Page, condition: Callable[[], bool], what: str, *, timeout_ms: int = STEP_TIMEOUT_MS) -> None:
+    """Let the page run until `condition` holds, for at most `timeout_ms`."""
+    for _ in range(timeout_ms // 50):
         if condition():
             return
         page.wait_for_timeout(50)
-    raise AssertionError(f"{what}: not within {STEP_TIMEOUT_MS} ms")
+    raise AssertionError(f"{what}: not within {timeout_ms} ms")

@@ -19,12 +19,14 @@ from conversations.services import conversation_delete
 from tests.e2e.chat_support import (
     answers,
     conversations,
+    engine_call_id_of,
     forgive,
     last_answer,
     open_conversation,
     paced,
     send,
     sidebar_names,
+    tool_card,
     undo_runs_out,
     watch_transcript_for,
 )
@@ -307,7 +309,7 @@ def test_it_shows_each_tool_call_as_a_card_that_opens_to_its_result(
 
     send(page, "What is the weather in Lisbon?")
 
-    card = page.locator('.tool-card[data-tool-call-id="toolu_weather"]')
+    card = tool_card(page, "toolu_weather")
     expect(card).to_have_attribute("data-status", "failed")
     expect(card.locator(".tool-label")).to_have_text("Unknown tool")
     expect(card.locator(".tool-status")).to_have_text("Failed")
@@ -327,7 +329,7 @@ def test_it_shows_each_tool_call_as_a_card_that_opens_to_its_result(
     page.emulate_media(color_scheme="light")
 
     page.reload()
-    card = page.locator('.tool-card[data-tool-call-id="toolu_weather"]')
+    card = tool_card(page, "toolu_weather")
     expect(card).to_have_attribute("data-status", "failed")
     expect(card.locator(".tool-label")).to_have_text("Unknown tool")
     expect(answers(page)).to_have_count(1)
@@ -450,16 +452,17 @@ def test_a_card_says_when_its_call_was_interrupted_and_that_it_ran_again(
     conversation_id = live_owner.create_conversation("Crash")
     open_conversation(page, conversation_id)
     send(page, "Weather in Faro?")
-    card = page.locator('.tool-card[data-tool-call-id="toolu_lost"]')
+    card = tool_card(page, "toolu_lost")
     expect(card).to_have_attribute("data-status", "failed")
     expect(card.locator(".tool-interrupted")).to_be_hidden()  # never interrupted: nothing said
     # Its worker died mid-call at 09:41 UTC; recovery ran the call again (as the engine records it).
     at = datetime(2026, 12, 1, 9, 41, tzinfo=UTC)
-    ToolActivity.objects.filter(tool_call_id="toolu_lost").update(interrupted_at=at)
+    activity = ToolActivity.objects.filter(tool_call_id=engine_call_id_of(page, "toolu_lost"))
+    assert activity.update(interrupted_at=at) == 1
 
     page.reload()
 
-    note = page.locator('.tool-card[data-tool-call-id="toolu_lost"] .tool-interrupted')
+    note = tool_card(page, "toolu_lost").locator(".tool-interrupted")
     expect(note).to_be_visible()  # folded: said without opening the card
     local = page.evaluate(
         "(iso) => new Date(iso).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'})", at.isoformat()
@@ -467,7 +470,7 @@ def test_a_card_says_when_its_call_was_interrupted_and_that_it_ran_again(
     expect(note).to_have_text(f"Interrupted at {local}, run again")
     assert (note.locator("time").get_attribute("datetime") or "").startswith("2026-12-01T09:41:00")
     screenshot(page, f"chat-card-interrupted-{width}")
-    ToolActivity.objects.filter(tool_call_id="toolu_lost").update(status="interrupted")
+    assert activity.update(status="interrupted") == 1
     page.reload()
     expect(note).to_have_text(f"Interrupted at {local}")
 

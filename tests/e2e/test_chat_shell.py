@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.e2e.chat_support import apply_look, last_answer, no_sideways_scroll, open_conversation, send
+from tests.e2e.chat_support import apply_look, last_answer, no_sideways_scroll, open_conversation, send, tool_card
 from tests.e2e.conftest import screenshot
 from tests.e2e.test_system_page import row
 from tests.support.fake_providers import Call, FakeProviders, Hold, Text
@@ -42,7 +42,7 @@ def test_it_shows_the_command_and_its_output_as_text_in_the_card(
 
     send(page, "Run it")
 
-    card = page.locator('.tool-card[data-tool-call-id="toolu_shell"]')
+    card = tool_card(page, "toolu_shell", timeout_ms=TURN_MS)
     expect(card).to_have_attribute("data-status", "succeeded", timeout=TURN_MS)
     expect(card.locator(".tool-label")).to_have_text("Running a shell command")
     expect(card.locator("summary")).not_to_contain_text("printf")
@@ -58,7 +58,7 @@ def test_it_shows_the_command_and_its_output_as_text_in_the_card(
     screenshot(page, "chat-shell")
 
     page.reload()
-    card = page.locator('.tool-card[data-tool-call-id="toolu_shell"]')
+    card = tool_card(page, "toolu_shell")
     card.locator("summary").click()
     expect(card.locator(".tool-stdout")).to_contain_text("<b>bold</b>")
 
@@ -110,7 +110,7 @@ def test_it_says_exited_3_in_the_warning_colour_and_why_failed_calls_failed_with
 
     expect(last_answer(page)).to_contain_text("The file is missing.", timeout=TURN_MS)
     for _ in range(2):  # as the turn showed it, then from the stored transcript
-        exit_card = page.locator('.tool-card[data-tool-call-id="toolu_exit"]')
+        exit_card = tool_card(page, "toolu_exit")
         expect(exit_card).to_have_attribute("data-status", "succeeded")  # the call worked; the command did not
         expect(exit_card.locator(".tool-status")).to_have_text("Exited 3")
         expect(exit_card.locator(".tool-status")).to_have_css("color", WARNING)
@@ -119,7 +119,7 @@ def test_it_says_exited_3_in_the_warning_colour_and_why_failed_calls_failed_with
         expect(exit_card.locator(".tool-reason")).to_have_text("cat: data.csv: No such file or directory")
         expect(exit_card.locator(".tool-body")).to_be_hidden()
         assert exit_card.locator(".tool-status").evaluate("(s) => getComputedStyle(s).color") != SUCCESS
-        failed_card = page.locator('.tool-card[data-tool-call-id="toolu_empty"]')
+        failed_card = tool_card(page, "toolu_empty")
         expect(failed_card).to_have_attribute("data-status", "failed")
         expect(failed_card.locator(".tool-status")).to_have_text("Failed")
         expect(failed_card.locator(".tool-reason")).to_be_visible()
@@ -172,7 +172,7 @@ def test_a_running_commands_output_shows_in_its_card_as_it_comes_and_after_a_rel
 
     send(page, "Count slowly")
 
-    card = page.locator('.tool-card[data-tool-call-id="toolu_live"]')
+    card = tool_card(page, "toolu_live", timeout_ms=TURN_MS)
     expect(card).to_have_attribute("data-status", "running", timeout=TURN_MS)
     expect(card.locator(".tool-tail")).to_have_text(re.compile(r"^line \d+$"))  # folded, the latest line
     card.locator("summary").click()
@@ -203,7 +203,7 @@ def test_a_running_commands_output_shows_in_its_card_as_it_comes_and_after_a_rel
             page.route(activities, lambda route: route.fulfill(body=earlier, content_type="application/json"), times=1)
         page.reload()
         expect(page.locator("#connection")).to_have_attribute("data-state", "live")
-        card = page.locator('.tool-card[data-tool-call-id="toolu_live"]')
+        card = tool_card(page, "toolu_live")
         expect(card).to_have_attribute("data-status", "running")
         card.locator("summary").click()
         live = card.locator(".tool-live")
@@ -250,7 +250,7 @@ def test_it_answers_unavailable_with_the_fix_and_the_turn_goes_on_without_docker
 
     send(page, "Run echo hi")
 
-    card = page.locator('.tool-card[data-tool-call-id="toolu_shell"]')
+    card = tool_card(page, "toolu_shell", timeout_ms=TURN_MS)
     expect(card).to_have_attribute("data-status", "unavailable", timeout=TURN_MS)
     expect(last_answer(page)).to_contain_text("The shell is not available here.")
     expect(page.locator("#stop")).to_be_hidden()

@@ -10,7 +10,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, Message, MessageRole, Turn, TurnStatus
-from tests.e2e.chat_support import apply_look, last_answer, no_sideways_scroll, open_conversation, send
+from tests.e2e.chat_support import apply_look, last_answer, no_sideways_scroll, open_conversation, send, tool_card
 from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live_clients import OwnerClient
@@ -49,7 +49,7 @@ def test_it_lists_the_pages_a_turn_read_under_its_answer(
     expect(link).to_have_attribute("href", url)
     expect(link).to_have_attribute("target", "_blank")
     expect(link).to_have_attribute("rel", "noopener noreferrer")
-    card = page.locator('.tool-card[data-tool-call-id="toolu_read"]')
+    card = tool_card(page, "toolu_read")
     expect(card.locator(".tool-label")).to_have_text("Reading a page")
     expect(last_answer(page).locator(".md a")).to_have_text("fish and chips")
     expect(page.locator("#stop")).to_be_hidden()
@@ -128,7 +128,7 @@ def test_a_refused_url_card_names_the_rule_and_tells_the_owner_alone_what_to_all
 
     expect(last_answer(page)).to_contain_text("That address is refused.")
     for _ in range(2):  # as the turn showed it, then after a reload
-        card = page.locator('.tool-card[data-tool-call-id="toolu_refused"]')
+        card = tool_card(page, "toolu_refused")
         expect(card).to_have_attribute("data-status", "failed")
         expect(card.locator(".tool-body")).to_be_hidden()
         expect(card.locator(".tool-reason")).to_have_text(

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from memory.models import Fact
-from tests.e2e.chat_support import last_answer, open_conversation, send
+from tests.e2e.chat_support import last_answer, open_conversation, send, tool_card
 from tests.e2e.conftest import screenshot
 from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live_clients import OwnerClient
@@ -41,7 +41,7 @@ def test_the_owner_confirms_a_memory_write_that_a_read_page_may_have_steered(
 
     send(page, "Read the article and remember what I like.")
 
-    card = page.locator('.tool-card[data-tool-call-id="toolu_mem"]')
+    card = tool_card(page, "toolu_mem", timeout_ms=TURN_MS)
     proposal = card.locator(".write-proposal")
     expect(proposal.locator(".write-proposal-title")).to_have_text("Remember a new fact", timeout=TURN_MS)
     expect(proposal.locator(".write-proposal-lines li")).to_have_text([FACT])
@@ -59,8 +59,9 @@ def test_the_owner_confirms_a_memory_write_that_a_read_page_may_have_steered(
     assert [fact.content for fact in Fact.objects.all()] == [FACT]
 
     page.reload()
-    again = page.locator('.tool-card[data-tool-call-id="toolu_mem"] .write-proposal')
-    page.locator('.tool-card[data-tool-call-id="toolu_mem"] summary').click()
+    card = tool_card(page, "toolu_mem")
+    again = card.locator(".write-proposal")
+    card.locator("summary").click()
     expect(again.locator(".write-proposal-state")).to_have_text("Confirmed: done.")
     expect(again.get_by_role("button")).to_have_count(0)
 
@@ -77,11 +78,11 @@ def test_dismiss_writes_nothing_and_every_tab_hears_it(
     conversation_id = live_owner.create_conversation("Fish again")
     open_conversation(page, conversation_id)
     send(page, "Read and remember.")
-    proposal = page.locator('.tool-card[data-tool-call-id="toolu_mem"] .write-proposal')
+    proposal = tool_card(page, "toolu_mem", timeout_ms=TURN_MS).locator(".write-proposal")
     expect(proposal.get_by_role("button", name="Dismiss")).to_be_visible(timeout=TURN_MS)
     other = page.context.new_page()
     open_conversation(other, conversation_id)
-    other_proposal = other.locator('.tool-card[data-tool-call-id="toolu_mem"] .write-proposal')
+    other_proposal = tool_card(other, "toolu_mem").locator(".write-proposal")
     expect(other_proposal.get_by_role("button", name="Confirm")).to_be_visible()
 
     proposal.get_by_role("button", name="Dismiss").click()
