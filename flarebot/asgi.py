@@ -1,4 +1,4 @@
-"""The ASGI entry point served by daphne: Django over HTTP, the conversation socket over WS."""
+"""The ASGI entry point served by daphne: Django over HTTP, the conversation and Tasks sockets over WS."""
 
 from __future__ import annotations
 
@@ -40,13 +40,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 from flarebot.core.heap import heap_settle  # noqa: E402
+from tasks.routing import websocket_urlpatterns as tasks_websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         # Origin, session and owner are checked by the consumer before it admits a socket;
         # a refused one is accepted and closed at once with its code (flarebot.core.sockets).
-        "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+        "websocket": AuthMiddlewareStack(URLRouter([*tasks_websocket_urlpatterns, *websocket_urlpatterns])),
     }
 )
 

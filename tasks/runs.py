@@ -40,7 +40,7 @@ from tasks.arming import (
     schedules_retire,
     task_schedule,
 )
-from tasks.events import task_run_updated
+from tasks.events import task_run_updated, tasks_changed_send
 from tasks.models import UNFINISHED_RUN_STATUSES, RunSource, RunStatus, ScheduleKind, Task, TaskRun, TaskState
 from tasks.schedule import instant_text, occurrences_between
 from tasks.selectors import TURN_TO_RUN, run_view, status_after, task_get
@@ -75,7 +75,11 @@ def run_request_id(occurrence: str) -> uuid.UUID:
 
 
 def _append(run: TaskRun) -> list[EventFrame]:
-    """Append `task_run.updated` to the run's conversation in the caller's transaction; return its frames."""
+    """Append `task_run.updated` to the run's conversation in the caller's transaction; return its frames.
+
+    The Tasks sockets hear of it once that transaction commits (`tasks.changed`).
+    """
+    transaction.on_commit(tasks_changed_send)
     try:
         return events_append(conversation_id=run.conversation_id, events=[task_run_updated(run_view(run))])
     except Conversation.DoesNotExist:

@@ -47,6 +47,7 @@ from tasks.errors import (
     TaskInvalid,
     TasksFull,
 )
+from tasks.events import tasks_changed_send
 from tasks.models import RunStatus, ScheduleKind, Task, TaskRun, TaskState
 from tasks.runs import runs_cancel_unfinished
 from tasks.schedule import Schedule, schedule_parse
@@ -194,6 +195,7 @@ def task_create(*, task_id: uuid.UUID, conversation_id: uuid.UUID | None, data: 
             raise TaskIdConflict("This id is being used by another request; try again.") from None
         schedule_arm(task, after=now)
         task.save(update_fields=["armed_at", "periodic_task", "scheduling_error"])
+        transaction.on_commit(tasks_changed_send)
         return task, True
 
 
@@ -246,6 +248,7 @@ def task_update(
         runs_cancel_unfinished(task=task)
         schedule_arm(task, after=now)
         task.save(update_fields=["armed_at", "periodic_task", "scheduling_error"])
+        transaction.on_commit(tasks_changed_send)
         return task
 
 
@@ -273,6 +276,7 @@ def _tombstone(task: Task) -> None:
         armed_at=None,
         scheduling_error="",
     )  # the beat row stays linked, disabled, until reconciliation retires it
+    transaction.on_commit(tasks_changed_send)
 
 
 def task_delete(*, task_id: uuid.UUID, expected_version: int, conversation_id: uuid.UUID | None = None) -> bool:

@@ -16,6 +16,7 @@ from conversations.events import EventKind
 from conversations.frames import _FIELDS as CLIENT_FRAMES
 from conversations.routing import websocket_urlpatterns
 from flarebot.core.env import BASE_DIR
+from tasks.routing import websocket_urlpatterns as tasks_websocket_urlpatterns
 
 DOCS = BASE_DIR / "docs"
 PROTOCOL = (DOCS / "protocol.md").read_text(encoding="utf-8")
@@ -24,6 +25,7 @@ SERVER_FRAME_SOURCES = [
     BASE_DIR / "conversations" / "consumers.py",
     BASE_DIR / "conversations" / "eventlog.py",
     BASE_DIR / "flarebot" / "core" / "sockets.py",
+    BASE_DIR / "tasks" / "consumers.py",
 ]
 
 
@@ -71,6 +73,12 @@ def test_the_socket_route_is_in_the_protocol():
     [conversation, _] = websocket_urlpatterns
     assert conversation.pattern.regex.pattern.startswith("^ws/conversations/")
     assert "/ws/conversations/{id}/" in PROTOCOL
+
+
+def test_the_tasks_socket_route_is_in_the_protocol():
+    [tasks] = tasks_websocket_urlpatterns
+    assert tasks.pattern.regex.pattern == "^ws/tasks/$"
+    assert "/ws/tasks/" in PROTOCOL
 
 
 def test_every_client_frame_type_is_in_the_protocol():

@@ -2,11 +2,14 @@
 // Tasks come from /api/tasks/ (PROTOCOL.md "Scheduled tasks"); limits come from the server as the
 // section's data attributes. The page decides by an error's code, never by its message (which it
 // shows as the server said it, in words). Times are shown in the task's own zone, with the zone
-// named. One operation runs at a time. Its parts: tasks-form.js (with tasks-presets.js),
-// tasks-task.js (one task), tasks-runs.js, tasks-time.js.
+// named. One operation runs at a time. The list follows the server (tasks-socket.js): a run's
+// change, a fire or an edit elsewhere shows without a reload. Its parts: tasks-form.js (with
+// tasks-presets.js), tasks-task.js (one task), tasks-runs.js, tasks-time.js, tasks-socket.js.
 import { call as api, say } from "./api.js";
 import { oneAtATime, reconcile, replaceRow, showCountBadge } from "./section.js";
 import { taskForm } from "./tasks-form.js";
+import { loadRuns } from "./tasks-runs.js";
+import { followTasks } from "./tasks-socket.js";
 import { showTask, taskItem } from "./tasks-task.js";
 
 export function tasksSection(root = document.getElementById("tasks")) {
@@ -49,8 +52,14 @@ export function tasksSection(root = document.getElementById("tasks")) {
     empty.hidden = !loaded || count > 0;
   }
 
+  // A read answered after a later one was shown is dropped: answers may arrive out of order.
+  let asked = 0;
+  let shown = 0;
   async function load() {
+    const mine = ++asked;
     const view = await api("GET", section.list);
+    if (mine < shown) return;
+    shown = mine;
     section.tasks = view.tasks;
     loaded = true;
     section.render();
@@ -70,6 +79,34 @@ export function tasksSection(root = document.getElementById("tasks")) {
     runsShown();
   }).observe(root);
   document.addEventListener("visibilitychange", runsShown);
+
+  // The socket says the tasks may have changed: read them again, with the histories shown.
+  // Notices that come while a read runs make one more read after it, not one each.
+  let reading = false;
+  let again = false;
+  async function follow() {
+    if (!loaded) return;
+    if (reading) {
+      again = true;
+      return;
+    }
+    reading = true;
+    try {
+      do {
+        again = false;
+        try {
+          await load();
+          const open = [...section.items.values()].filter((item) => !item.historyBox.hidden);
+          await Promise.all(open.map((item) => loadRuns(item, section, null)));
+        } catch {
+          // kept as shown: the next change, or Reload, reads them again
+        }
+      } while (again);
+    } finally {
+      reading = false;
+    }
+  }
+  followTasks(follow);
 
   newButton.addEventListener("click", () => section.gate.run(section.form.openCreate));
   reloadButton.addEventListener("click", () =>

@@ -1,7 +1,8 @@
 # mypy: disable-error-code="union-attr,arg-type,index,operator,misc"
 """The Tasks section of the settings page in Chromium: the first task in a new conversation, presets,
 schedules in words with their next runs in the task's zone, one-offs in their own zone, refusals in
-words, edit with a version conflict, enable/disable, run now with its history and link, delete.
+words, edit with a version conflict, enable/disable, run now with its history and link, delete, and the
+list following runs and fires without a reload.
 
 The browser runs in Europe/Berlin (or, where a test parametrizes `browser_zone`, elsewhere), so
 the zone picker's default and the times shown can be told apart from the server's UTC. Served
@@ -19,15 +20,18 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.utils import timezone
+from django_celery_beat.models import ClockedSchedule
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 from conversations.models import Conversation, Message
 from conversations.services import conversation_create
-from tasks import services
+from tasks import jobs, services
 from tasks.models import Task, TaskRun, TaskState
+from tasks.schedule import instant_text
 from tasks.selectors import task_view
 from tests.e2e.conftest import STEP_TIMEOUT_MS, screenshot
 from tests.e2e.settings_support import dialogs, settings_page
+from tests.support.fake_providers import FakeProviders, Hold, Text
 from tests.support.live import LiveStack
 
 __all__ = ["dialogs", "settings_page"]
@@ -402,6 +406,45 @@ def test_owner_disables_runs_now_follows_the_history_link_and_deletes(settings_p
     expect(page.locator("#tasks-message")).to_have_text("Task “Daily digest” deleted.")
     expect(tasks_listed(page)).to_have_count(0)
     assert Task.objects.get(id=task.id).state == TaskState.DELETED
+
+
+def armed_at(task: Task, at: datetime) -> None:
+    """Arm the task at `at`, an occurrence that just came, as if beat's fire were on its way (beat is not told)."""
+    Task.objects.filter(id=task.id).update(armed_at=at)
+    ClockedSchedule.objects.filter(periodictask__id=task.periodic_task_id).update(clocked_time=at)
+
+
+def test_last_run_next_runs_and_history_follow_the_server_without_a_reload(
+    settings_page: Page, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    conversation = conversation_create(name="Following")
+    came = timezone.now().replace(second=0, microsecond=0)  # today's occurrence of a task daily at this minute
+    daily = f"{came.minute} {came.hour} * * *"
+    task = make(conversation.id, name="Daily digest", kind="cron", expression=daily, timezone="UTC")
+    armed_at(task, came)
+    answering = Hold()
+    fake_providers.script([Text("The digest.")], [answering, Text("The digest, now.")])
+    page = settings_page
+    reload(page)
+    item = tasks_listed(page).first
+    expect(next_runs(item)).to_have_count(3)  # today's, unless reconciliation fired it first (a minute late)
+    previous = item.locator("[data-role=previous]")
+
+    jobs.task_fire(str(task.id))  # beat's fire, here: the occurrence runs and the next one is armed
+
+    expect(next_runs(item).first).to_have_attribute("datetime", instant_text(came + timedelta(days=1)))
+    expect(previous).to_contain_text(re.compile(r"^Last run: Completed .* · scheduled · "))
+
+    item.get_by_role("button", name="Run now").click()
+    expect(item.locator("[data-role=message]")).to_contain_text("Started")
+    item.get_by_role("button", name="History").click()
+    rows = item.locator("[data-role=runs] li")
+    expect(rows).to_have_count(2)
+    expect(previous).to_contain_text(re.compile(r"^Last run: (Pending|Running) .* · run now · "))
+    answering.release()
+    expect(previous).to_contain_text(re.compile(r"^Last run: Completed .* · run now · "))
+    expect(rows.first).to_contain_text(re.compile(r"^Completed .* · run now · "))
+    expect(rows.last).to_contain_text(re.compile(r"^Completed .* · scheduled · "))
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
