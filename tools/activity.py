@@ -3,8 +3,9 @@
 The engine keeps an `Activity` per running call and stores it with the events that
 announce each change (`activity.updated`, data `{"activity": A}`), in the same transaction.
 What a card may show is chosen here and by each tool's descriptor (`Tool.label`,
-`Tool.summarize`): never raw inputs, results, URLs, commands or errors of arbitrary
-formatters; every text is at most 160 characters with control characters made spaces.
+`Tool.done_label`, `Tool.summarize`): never raw inputs, results, URLs, commands or errors
+of arbitrary formatters; every text is at most 160 characters with control characters made
+spaces.
 A tool may add a hint for the owner (`ToolContext.hint_owner`, at most 500 characters):
 what an operator can do about the outcome, which the model never receives. The one raw
 text a card holds is what a running call printed (`progress.output`, the shell's output,
@@ -237,6 +238,8 @@ def activity_finish(activity: Activity, *, status: str, output: Any, message: st
         activity.output = ""
         activity.output_announced = 0
     tool = tool_get(activity.kind)
+    if tool is not None and tool.done_label and status == ActivityStatus.SUCCEEDED:
+        activity.label = safe_text(tool.done_label)
     summary = ""
     if message is not None:
         summary = message

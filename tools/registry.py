@@ -152,6 +152,9 @@ class Tool:
     deadline: float  # seconds; required, at most MAX_DEADLINE
     effect: Effect
     label: str = ""  # the activity card's label; the name when empty
+    # The label once the call succeeded ("Ran a shell command" after "Running a shell
+    # command"); the label when empty.
+    done_label: str = ""
     # Makes the activity card's summary from a successful result. Only what it returns is
     # shown (bounded to 160 characters); without it a successful call shows no summary.
     summarize: Callable[[Any], str] | None = None

@@ -118,7 +118,8 @@ export class TaskCard {
   }
 
   renderReadback() {
-    this.readback.replaceChildren(...(this.proposal ? [readbackView(this.proposal)] : []));
+    const startable = !this.status && this.proposalStatus === "proposed";
+    this.readback.replaceChildren(...(this.proposal ? [readbackView(this.proposal, { startable })] : []));
   }
 
   renderControls() {

@@ -5,6 +5,7 @@ import { button, el, localTime } from "./dom.js";
 
 const CORRECTS = "The unfinished browser task above: Start ends it and carries on from its page (on the same site).";
 
+const CORRECTED = "The browser task above."; // once Start was pressed, or can no longer be
 // What Approve and Deny send as the owner's words beside their decision.
 const APPROVED = "Approved.";
 const DENIED = "Denied: do not do this.";
@@ -26,8 +27,11 @@ const NAMED_KEYS = new Set([
   "Home", "End", "PageUp", "PageDown",
 ]);
 
-/** The proposal's goal, start page and restrictions; a correction's carried-over restrictions are marked. */
-export function readbackView(proposal) {
+/**
+ * The proposal's goal, start page and restrictions; a correction's carried-over restrictions
+ * are marked. What Start does to the corrected task is said only while Start is offered.
+ */
+export function readbackView(proposal, { startable = true } = {}) {
   const list = el("dl", "task-fields");
   const field = (name, value) => {
     const detail = el("dd", "", value);
@@ -35,7 +39,7 @@ export function readbackView(proposal) {
     return detail;
   };
   if (proposal.corrects_task_id) {
-    field("Corrects", CORRECTS).classList.add("task-corrects");
+    field("Corrects", startable ? CORRECTS : CORRECTED).classList.add("task-corrects");
   }
   field("Goal", proposal.goal).classList.add("task-goal");
   field("Start page", proposal.start_url).classList.add("task-url");

@@ -51,9 +51,10 @@ function text(value) {
 /**
  * The shell's card body: the command, then how it ended and what it printed, all as text
  * (textContent only; the output is whatever a program wrote and is never markup). A call
- * stopped by the owner carries what it printed so far in `partial`.
+ * stopped by the owner carries what it printed so far in `partial`. How it ended is left
+ * out when the card's summary above says it (`summarized`: "Exit code 0", once).
  */
-export function shellBody(input, output) {
+export function shellBody(input, output, { summarized = false } = {}) {
   const nodes = [el("div", "tool-section", "Command"), el("pre", "tool-json tool-command", text(input?.command))];
   if (!output || typeof output !== "object") return nodes;
   const result = output.partial && typeof output.partial === "object" ? output.partial : output;
@@ -66,7 +67,7 @@ export function shellBody(input, output) {
   if (result.truncated) facts.push("output cut at the limit");
   if (result.cleanup === "pending") facts.push("container removal pending");
   nodes.push(el("div", "tool-section", "Output"));
-  if (facts.length) nodes.push(el("p", "tool-facts", facts.join(" · ")));
+  if (facts.length && !summarized) nodes.push(el("p", "tool-facts", facts.join(" · ")));
   const stdout = text(result.stdout);
   const stderr = text(result.stderr);
   if (stdout) nodes.push(el("pre", "tool-json tool-stdout", stdout));
@@ -177,8 +178,10 @@ export class ToolCard {
     this.tail.hidden = true;
     this.interrupted = el("span", "tool-interrupted"); // the latest interruption, and that it ran again
     this.interrupted.hidden = true;
+    this.outcome = el("span", "tool-outcome"); // what came of a call that succeeded, while folded
+    this.outcome.hidden = true;
     const heads = [this.dot, this.label, this.status, this.progressText, this.progressBar, this.duration];
-    summary.append(...heads, this.reason, this.hint, this.interrupted, this.tail);
+    summary.append(...heads, this.reason, this.outcome, this.hint, this.interrupted, this.tail);
     this.body = el("div", "tool-body");
     this.el.append(summary, this.body);
     this.bodyStale = true;
@@ -288,6 +291,11 @@ export class ToolCard {
     const reason = head ? head.reason : !proposal && SAYS_WHY.has(status) ? this.failure() : "";
     this.reason.textContent = reason;
     this.reason.hidden = !reason;
+    // A call that succeeded says what came of it on the folded card too ("Scheduled “Digest”,
+    // next run ..."), in its summary's words; open, the body says it (chat.css hides this).
+    const outcome = !proposal && !head && status === "succeeded" ? text(this.activity?.summary) : "";
+    this.outcome.textContent = outcome;
+    this.outcome.hidden = !outcome;
     const hint = typeof this.activity?.hint === "string" ? this.activity.hint : "";
     this.hint.textContent = hint;
     this.hint.hidden = !hint;
@@ -377,7 +385,8 @@ export class ToolCard {
     if (proposal) {
       // the readback is what the owner decides on; the raw input and result add nothing
     } else if (this.part && BODIES[this.part.name]) {
-      nodes.push(...BODIES[this.part.name](this.part.input, output));
+      const summarized = status === "succeeded" && Boolean(summary);
+      nodes.push(...BODIES[this.part.name](this.part.input, output, { summarized }));
     } else if (this.part) {
       nodes.push(el("div", "tool-section", "Input"), el("pre", "tool-json", prettyJson(this.part.input ?? {})));
       if (output != null) nodes.push(el("div", "tool-section", "Result"), el("pre", "tool-json", prettyJson(output)));

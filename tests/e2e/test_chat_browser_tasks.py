@@ -441,6 +441,7 @@ def test_a_correction_carries_the_restrictions_over_and_its_start_supersedes_the
     expect(correction.locator(".task-outcome")).to_have_text(
         "Completed: The cart page shows one kettle.", timeout=TASK_MS
     )
+    expect(correction.locator(".task-corrects")).to_have_text("The browser task above.")  # no Start to end it
     expect(page.locator(".msg.assistant .md", has_text="Browser task superseded.")).to_have_count(1)
     tasks = list(BrowserTask.objects.order_by("created_at"))
     assert [t.status for t in tasks] == ["superseded", "completed"]
@@ -466,6 +467,7 @@ def test_a_correction_carries_the_restrictions_over_and_its_start_supersedes_the
     superseded_card_keeps_its_steps(cards.first)
     expect(cards.last.locator(".task-restrictions li.task-carried")).to_have_text(["At most 30 EUR. carried over"])
     expect(cards.last.locator(".task-state")).to_have_text("Completed")
+    expect(cards.last.locator(".task-corrects")).to_have_text("The browser task above.")
 
 
 def test_an_answer_given_while_the_socket_is_away_goes_once_it_is_back(

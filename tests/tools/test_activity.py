@@ -103,6 +103,37 @@ def test_it_shows_only_what_the_descriptor_summarizes(conversation, secret_tool)
     assert card["duration_ms"] >= 0
 
 
+def test_a_call_that_succeeded_takes_its_done_label_and_one_that_failed_keeps_its_label(conversation):
+    async def run(context, data):
+        return {}
+
+    tool_register(
+        Tool(
+            "build",
+            "Build.",
+            {"type": "object"},
+            run,
+            deadline=10,
+            effect=Effect.EFFECT,
+            label="Building",
+            done_label="Built",
+        )
+    )
+    try:
+        cards = []
+        for status in ("succeeded", "failed"):
+            activity = activity_begin(
+                conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="build"
+            )
+            activity_running(activity)
+            activity_finish(activity, status=status, output={}, message=None if status == "succeeded" else "No.")
+            cards.append(activity.as_json()["label"])
+    finally:
+        tool_unregister("build")
+
+    assert cards == ["Built", "Building"]
+
+
 def test_it_keeps_a_hint_for_the_owner_bounded_stored_and_cleared_when_the_call_runs_again(owner_client, conversation):
     activity = activity_begin(conversation_id=conversation.id, turn_id=uuid.uuid4(), tool_call_id="c1", name="x")
     activity_hint(activity, "Allow it:\nFLAREBOT_NETWORK_ALLOW=" + "h" * 600)

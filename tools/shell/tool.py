@@ -339,6 +339,7 @@ SHELL = Tool(
     deadline=TIMEOUT_MAX + CREATE_TIMEOUT + REMOVE_TIMEOUT + 5,
     effect=Effect.EFFECT,
     label="Running a shell command",
+    done_label="Ran a shell command",
     summarize=shell_summary,
     available=shell_available,
     concurrency=CONCURRENCY,
