@@ -1,4 +1,4 @@
-"""JSON API of conversations: list, create, rename, clear, delete."""
+"""JSON API of conversations: list, create, rename, a title from the model, clear, delete."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from conversations.clearing import conversation_clear
 from conversations.search import RESULTS_MAX, conversations_search
 from conversations.serializers import conversation_json
 from conversations.services import NAME_MAX_UTF16
+from conversations.titling import conversation_title_suggest
 from flarebot.core.api import StrictSerializer, StringField, parse_uuid
 from flarebot.core.errors import InvalidInput
 from flarebot.core.schema import BODY_STATUSES, described, errors, list_of, path_id, text_rule
@@ -185,6 +186,35 @@ class ConversationClearApi(APIView):
         if request.data not in ({}, None):
             raise InvalidInput("The clear request takes no body.", code="invalid")
         return Response(conversation_json(conversation_clear(conversation_id=parsed_id)))
+
+
+TitleOutput = inline_serializer("ConversationTitle", {"title": serializers.CharField()})
+
+
+@extend_schema(parameters=[path_id("conversation_id")])
+class ConversationTitleApi(APIView):
+    @extend_schema(
+        request=None,
+        description=(
+            "An addition: asks the model the conversation's turns use for a title of its first message and "
+            "answer (at most 6 words) and returns it; nothing is stored (the owner saves it as a rename)."
+        ),
+        responses={
+            200: TitleOutput,
+            **errors(
+                *BODY_STATUSES,
+                404,
+                e409="`nothing_to_title`: the conversation has no message yet.",
+                e502="`title_unavailable`: the model could not be asked (no key, an error, 15 s passed) or "
+                "gave no title; `message` says which.",
+            ),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        parsed_id = parse_uuid(conversation_id, what="conversation id")
+        if request.data not in ({}, None):
+            raise InvalidInput("The title request takes no body.", code="invalid")
+        return Response({"title": conversation_title_suggest(conversation_id=parsed_id)})
 
 
 @extend_schema(parameters=[path_id("conversation_id")])

@@ -26,6 +26,7 @@ from conversations.clearing import conversation_clear
 from conversations.eventlog import EventFrame, EventsPublished
 from conversations.events import BrowserFrame, BrowserInput, OwnerChanged, browser_input_group, conversation_group
 from conversations.frames import BrowserInputFrame, ClientFrame, frame_session_check, parse_client_frame
+from conversations.serializers import conversation_json
 from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError, InvalidInput
 from flarebot.core.sessions import (
@@ -151,6 +152,12 @@ def _input_check(conversation_id: uuid.UUID, task_id: str, critical_point_id: st
 @_db
 def _unread(conversation_id: uuid.UUID) -> int | None:
     return selectors.conversation_unread(conversation_id=conversation_id)
+
+
+@_db
+def _listed(conversation_id: uuid.UUID) -> dict[str, Any] | None:
+    conversation = selectors.conversation_listed(conversation_id=conversation_id)
+    return None if conversation is None else conversation_json(conversation)
 
 
 @_db
@@ -345,11 +352,18 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps(frame))
 
     async def owner_changed(self, message: OwnerChanged) -> None:
-        """Another conversation's unread count or the needs-you list moved: tell this page (no sequence)."""
+        """A conversation's unread count, name or place in the list, or the needs-you list moved:
+        tell this page (no sequence)."""
         if not self.admitted or not self.notices:
             return
         conversation_id = message["conversation_id"]
-        if conversation_id is not None:
+        if conversation_id is not None and message.get("listed"):
+            conversation = await _listed(uuid.UUID(conversation_id))
+            if conversation is not None and self.admitted:
+                frame = {"type": "unread", "conversation_id": conversation_id, "unread": conversation["unread"]}
+                await self.send(text_data=json.dumps(frame))
+                await self.send(text_data=json.dumps({"type": "conversation_changed", "conversation": conversation}))
+        elif conversation_id is not None:
             unread = await _unread(uuid.UUID(conversation_id))
             if unread is not None and self.admitted:
                 frame = {"type": "unread", "conversation_id": conversation_id, "unread": unread}

@@ -8,7 +8,7 @@ or an end, took over.
 
 from __future__ import annotations
 
-from flarebot.core.errors import NotFound
+from flarebot.core.errors import Conflict, FlarebotError, NotFound
 
 
 class ConversationNotFound(NotFound):
@@ -20,3 +20,18 @@ class ConversationNotFound(NotFound):
 
 class LeaseLost(Exception):
     """The attempt no longer holds its lease: another attempt, or an end, took over; stop without writing."""
+
+
+class NothingToTitle(Conflict):
+    """The conversation has no message to title it by yet."""
+
+    code = "nothing_to_title"
+    default_message = "This conversation has no message yet: its first message names it."
+
+
+class TitleUnavailable(FlarebotError):
+    """The model could not be asked for a title, or gave none; `message` says why, safely."""
+
+    status = 502
+    code = "title_unavailable"
+    default_message = "The model gave no title. Try again."

@@ -17,7 +17,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from conversations.events import NewEvent, OwnerChanged, conversation_group, event_moves_attention
+from conversations.events import EventKind, NewEvent, OwnerChanged, conversation_group, event_moves_attention
 from conversations.models import UNREAD_EVENT_KINDS, Conversation, Event
 from conversations.publisher import group_publish
 from conversations.signals import events_stored
@@ -86,19 +86,28 @@ def published(frames: list[EventFrame]) -> EventsPublished:
 
 
 def owner_changed_of(*, conversation_id: uuid.UUID, frames: list[EventFrame]) -> OwnerChanged | None:
-    """The owner-wide notice these frames call for: an unread count or the needs-you list moved; else None."""
+    """The owner-wide notice these frames call for: an unread count, the list's order or the
+    needs-you list moved; else None."""
     unread = any(frame["event"] in UNREAD_EVENT_KINDS for frame in frames)
     attention = any(event_moves_attention(frame["event"], frame["data"]) for frame in frames)
-    if not unread and not attention:
+    # A new message (its turn queued) moved the conversation to the top and may have named it.
+    listed = any(frame["event"] == EventKind.TURN_QUEUED for frame in frames)
+    if not unread and not attention and not listed:
         return None
-    return OwnerChanged(type="owner.changed", conversation_id=str(conversation_id), attention=attention)
+    notice = OwnerChanged(type="owner.changed", conversation_id=str(conversation_id), attention=attention)
+    if listed:
+        notice["listed"] = True
+    return notice
 
 
-def owner_changed_send(*, conversation_id: uuid.UUID | None, attention: bool) -> None:
-    """Tell every socket of the owner that an unread count or the needs-you list moved; never raises."""
+def owner_changed_send(*, conversation_id: uuid.UUID | None, attention: bool = False, listed: bool = False) -> None:
+    """Tell every socket of the owner that an unread count, a conversation's name or place, or the
+    needs-you list moved; never raises."""
     notice = OwnerChanged(
         type="owner.changed", conversation_id=str(conversation_id) if conversation_id else None, attention=attention
     )
+    if listed:
+        notice["listed"] = True
     try:
         async_to_sync(get_channel_layer().group_send)(OWNER_SOCKETS_GROUP, dict(notice))
     except Exception:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from tools.activity import ActivityJson
 
@@ -205,15 +205,19 @@ class ConversationDeleted(TypedDict):
 
 
 class OwnerChanged(TypedDict):
-    """Sent to every socket of the owner: a conversation's unread count, or the needs-you list, may have moved.
+    """Sent to every socket of the owner: a conversation's unread count, its place in the list or
+    name, or the needs-you list may have moved.
 
-    Each socket answers its page with an `unread` frame (the count read fresh) and, when
-    `attention` is set, an `attention_changed` frame; neither carries a sequence.
+    Each socket answers its page with an `unread` frame (the count read fresh), when
+    `listed` is set a `conversation_changed` frame (the conversation read fresh), and when
+    `attention` is set an `attention_changed` frame; none carries a sequence.
     """
 
     type: Literal["owner.changed"]
     conversation_id: str | None
     attention: bool
+    # An addition: a message moved the conversation to the top of the list, or it was named.
+    listed: NotRequired[bool]
 
 
 # Kinds whose event may change the needs-you list (settings_ui.selectors.attention_items):

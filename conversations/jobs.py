@@ -12,7 +12,7 @@ from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 from django.db import DatabaseError, close_old_connections, connections
 
-from conversations import services, turns
+from conversations import services, titling, turns
 from conversations.browser_tasks.lifecycle import browser_tasks_reconcile as _browser_tasks_reconcile
 from conversations.browser_tasks.runner import browser_task_run as _browser_task_run
 from conversations.engine.runtime import engine_runtime, engine_runtime_started
@@ -39,6 +39,12 @@ def conversation_teardown(conversation_id: str) -> None:
 def conversation_finish_deletions() -> None:
     """Finish deletions that a crash or restart interrupted."""
     services.conversations_finish_deletions()
+
+
+@shared_task(name="conversations.jobs.conversation_title")
+def conversation_title(conversation_id: str) -> None:
+    """Have the model name a conversation after its first answer (one small request, claimed once)."""
+    titling.conversation_title_ask(conversation_id=uuid.UUID(conversation_id))
 
 
 @shared_task(name="conversations.jobs.turn_run")

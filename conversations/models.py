@@ -18,8 +18,12 @@ class Conversation(BaseModel):
 
     name = models.CharField(max_length=120)
     # The owner chose the name (at creation or by renaming); otherwise the first message
-    # titles the conversation (conversations.titles).
+    # titles the conversation (conversations.titles), then the model (conversations.titling).
     name_is_custom = models.BooleanField(default=False)
+    # When the model was asked to name it (`titling.conversation_title_ask` claims the
+    # request by setting it): null until its first answer completes, and again after an
+    # edit of its first message.
+    titled_at = models.DateTimeField(null=True, blank=True)
     # Counters bumped with F() updates (which leave updated_at alone): the event log's
     # high-water mark and the ordinal of the latest turn.
     last_sequence = models.PositiveBigIntegerField(default=0)

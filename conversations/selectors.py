@@ -58,6 +58,11 @@ def conversation_unread(*, conversation_id: uuid.UUID) -> int | None:
     return None if conversation is None else int(conversation.unread)  # type: ignore[attr-defined]
 
 
+def conversation_listed(*, conversation_id: uuid.UUID) -> Conversation | None:
+    """Return the conversation as the list shows it (with its `unread`), or None if it is not active."""
+    return conversations_unread(Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE)).first()
+
+
 def conversation_is_active(*, conversation_id: uuid.UUID) -> bool:
     """Return whether the conversation exists and is not being deleted (inside the caller's transaction)."""
     return Conversation.objects.filter(id=conversation_id, state=ConversationState.ACTIVE).exists()

@@ -69,7 +69,8 @@ def conversation_create(*, name: str | None = None) -> Conversation:
 def conversation_rename(*, conversation_id: uuid.UUID, name: str) -> Conversation:
     """Give an active conversation the owner's name; an unknown or deleted one is NotFound.
 
-    Its place in the list stays: `updated_at` moves with messages, not with names.
+    Its place in the list stays: `updated_at` moves with messages, not with names. Every tab
+    hears the new name (`conversation_changed`).
     """
     cleaned = conversation_name_clean(name)
     with transaction.atomic():
@@ -79,6 +80,7 @@ def conversation_rename(*, conversation_id: uuid.UUID, name: str) -> Conversatio
         if not renamed:
             raise ConversationNotFound()
         search_index_name(conversation_id=conversation_id, name=cleaned)
+        transaction.on_commit(lambda: owner_changed_send(conversation_id=conversation_id, listed=True))
         return Conversation.objects.get(id=conversation_id)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -44,6 +45,7 @@ from conversations.selectors import conversation_require_active
 from conversations.serializers import message_json
 from conversations.signals import turn_ended as turn_ended_signal
 from conversations.titles import conversation_title_from_text
+from conversations.titling import conversation_title_wanted
 from conversations.versions import turn_submit_version
 from flarebot.core.errors import InvalidInput
 from flarebot.core.text import line_breaks_normalize, utf16_length
@@ -297,7 +299,19 @@ def _finish_owned(finish: Finish) -> bool:
     turn = Turn(id=finish.turn_id, conversation_id=conversation_id)
     frames = _finish(turn, finish.status, code=finish.code, message=finish.message)
     _after_commit(conversation_id, frames, run=turn_next_runnable(conversation_id=conversation_id))
+    if finish.status == TurnStatus.COMPLETED and conversation_title_wanted(conversation_id=conversation_id):
+        # Its first answer (or the first after an edit of its first message): the model names
+        # the conversation, on a worker (conversations.titling).
+        transaction.on_commit(lambda: _title_enqueue(conversation_id), robust=True)
     return True
+
+
+def _title_enqueue(conversation_id: uuid.UUID) -> None:
+    try:
+        current_app.send_task("conversations.jobs.conversation_title", args=[str(conversation_id)])
+    except Exception:
+        # The conversation keeps the name its first message gave; its next answer asks again.
+        logger.warning("could not enqueue the title of conversation %s", conversation_id, exc_info=True)
 
 
 def turn_next_runnable(*, conversation_id: uuid.UUID) -> uuid.UUID | None:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("conversations/<str:conversation_id>/", api.ConversationDetailApi.as_view(), name="conversation-detail"),
     path("conversations/<str:conversation_id>/read/", api.ConversationReadApi.as_view(), name="conversation-read"),
     path("conversations/<str:conversation_id>/clear/", api.ConversationClearApi.as_view(), name="conversation-clear"),
+    path("conversations/<str:conversation_id>/title/", api.ConversationTitleApi.as_view(), name="conversation-title"),
     path("conversations/<str:conversation_id>/messages/", api_transcript.MessageListApi.as_view(), name="messages"),
     path("conversations/<str:conversation_id>/events/", api_transcript.EventListApi.as_view(), name="events"),
     path("conversations/<str:conversation_id>/cancel/", api_transcript.CancelApi.as_view(), name="cancel"),

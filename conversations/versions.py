@@ -26,7 +26,13 @@ from django.utils import timezone
 
 from conversations import sql
 from conversations.errors import ConversationNotFound
-from conversations.eventlog import EventFrame, events_append, events_insert, events_publish_after_commit
+from conversations.eventlog import (
+    EventFrame,
+    events_append,
+    events_insert,
+    events_publish_after_commit,
+    owner_changed_send,
+)
 from conversations.events import EventKind, turn_queued_data
 from conversations.models import (
     Conversation,
@@ -93,6 +99,7 @@ def branch_switch(*, conversation_id: uuid.UUID, turn_id: uuid.UUID) -> tuple[uu
         by_id = {turn.id: turn for turn in tree}
         if turn_id not in by_id or not by_id[turn_id].asks:
             raise InvalidInput("turn_id: not a message of this conversation.", code="invalid_turn")
+        first_before = None if conversation.name_is_custom else _first_shown_text(conversation_id)
         children: dict[uuid.UUID | None, list[TreeTurn]] = defaultdict(list)
         for turn in tree:
             children[turn.parent].append(turn)
@@ -102,7 +109,7 @@ def branch_switch(*, conversation_id: uuid.UUID, turn_id: uuid.UUID) -> tuple[uu
             head = turn if turn.ordinal > head.ordinal else head
             below.extend(children[turn.id])
         _branch_show(conversation_id, head, by_id)
-        _title_from_shown(conversation)
+        _title_from_shown(conversation, first_before=first_before)
         frames = events_append(conversation_id=conversation_id, events=[_switched(head.id)])
     return head.id, frames
 
@@ -144,6 +151,7 @@ def turn_submit_version(
         )
         if original is None or asked is None:
             raise InvalidInput("version_of: not a message shown in this conversation.", code="invalid_version")
+        first_before = None if conversation.name_is_custom else _first_shown_text(conversation_id)
         same = text == "".join(p.get("text", "") for p in asked.parts if p.get("type") == "text")
         turn_id = uuid.uuid4()
         reserved = sql.conversation_reserve_turn(
@@ -173,7 +181,7 @@ def turn_submit_version(
             id=turn_id
         ).update(shown=False)
         Conversation.objects.filter(id=conversation_id).update(branch_head_parent=original.parent_turn_id)
-        _title_from_shown(conversation)
+        _title_from_shown(conversation, first_before=first_before)
         queued = turn_queued_data(request_id=request_id, message=message_json(message))
         frames = events_insert(
             [(conversation_id, reserved.sequence, [_switched(turn_id), (EventKind.TURN_QUEUED, turn_id, queued)])]
@@ -181,19 +189,31 @@ def turn_submit_version(
     return VersionSubmitted(turn, True, frames)
 
 
-def _title_from_shown(conversation: Conversation) -> None:
-    """Title the conversation after the shown branch's first message, unless the owner named it."""
-    if conversation.name_is_custom:
-        return
+def _first_shown_text(conversation_id: uuid.UUID) -> str | None:
+    """The text of the shown branch's first message, or None when it has none."""
     first = (
-        Message.objects.filter(conversation_id=conversation.id, role=MessageRole.USER, turn__shown=True)
+        Message.objects.filter(conversation_id=conversation_id, role=MessageRole.USER, turn__shown=True)
         .order_by("ordinal")
         .values_list("parts", flat=True)
         .first()
     )
-    if first is None:
+    return None if first is None else message_text(first)
+
+
+def _title_from_shown(conversation: Conversation, *, first_before: str | None) -> None:
+    """Title the conversation after the shown branch's first message, if that message changed
+    (from `first_before`) and the owner never named it.
+
+    The model names it again after the new branch's next answer (`conversations.titling`); a
+    branch that begins with the same message keeps the title it has.
+    """
+    if conversation.name_is_custom:
         return
-    title = conversation_title_from_text(message_text(first))
+    first = _first_shown_text(conversation.id)
+    if first is None or first == first_before:
+        return
+    title = conversation_title_from_text(first)
+    Conversation.objects.filter(id=conversation.id).update(name=title, titled_at=None)
     if title != conversation.name:
-        Conversation.objects.filter(id=conversation.id).update(name=title)
         search_index_name(conversation_id=conversation.id, name=title)
+        transaction.on_commit(lambda: owner_changed_send(conversation_id=conversation.id, listed=True))

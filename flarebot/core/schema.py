@@ -71,6 +71,7 @@ ERROR_DESCRIPTIONS = {
     413: f"The body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes (`too_large`).",
     415: "The body is not JSON (`unsupported_media_type`).",
     429: "A count limit is reached.",
+    502: "A model provider could not be asked, or gave nothing usable; `message` says which.",
     503: "The installation is missing or no longer matches its owner (`installation_unavailable`).",
 }
 # What the middleware answers before any view runs: no session, a foreign origin, a broken installation.

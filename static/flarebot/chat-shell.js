@@ -60,6 +60,7 @@ export const hooks = {
   selected: (_id) => {}, // a conversation (or none) is now shown
   shown: (_id, _sequence) => {}, // a conversation's view shows its events up to this sequence
   unread: (_id, _count) => {}, // the server says a conversation's unread count moved
+  conversationChanged: (_conversation) => {}, // the server says a conversation's name or place moved
   attentionChanged: () => {}, // the needs-you list may have changed
 };
 

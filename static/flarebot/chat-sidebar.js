@@ -1,4 +1,5 @@
-// The sidebar: the conversation list (select, rename, delete), opening and closing it on
+// The sidebar: the conversation list (select, rename with a title the model suggests, delete;
+// names and order other tabs changed), opening and closing it on
 // narrow screens, and which conversation's view is shown.
 
 import { api } from "./api.js";
@@ -24,6 +25,21 @@ export async function loadConversations() {
   const data = await api("/api/conversations/");
   setConversations(data.conversations);
   return data.conversations;
+}
+
+/**
+ * The server's word on one conversation (a `conversation_changed` frame, from whichever tab
+ * or device changed it): its name, and its place in the list, which is the server's order
+ * (newest `updated_at` first, then by id). A conversation this page did not list yet joins it.
+ */
+export function conversationChanged(conversation) {
+  if (!conversation || typeof conversation.id !== "string") return;
+  const rest = state.conversations.filter((c) => c.id !== conversation.id);
+  const after = (c) =>
+    c.updated_at < conversation.updated_at || (c.updated_at === conversation.updated_at && c.id > conversation.id);
+  const at = rest.findIndex(after);
+  rest.splice(at < 0 ? rest.length : at, 0, conversation);
+  setConversations(rest);
 }
 
 let refreshTimer = 0;
@@ -138,7 +154,10 @@ function renameForm(conversation) {
     done = true;
     endEdit(conversation.id);
   };
-  form.append(input, el("button", "primary", "Save"), button("Cancel", "cancel", cancel));
+  const regenerate = button("↻", "regenerate-title", () => suggestTitle(conversation, input, regenerate));
+  regenerate.setAttribute("aria-label", "Regenerate title");
+  regenerate.title = "Regenerate title: the model suggests one";
+  form.append(input, regenerate, el("button", "primary", "Save"), button("Cancel", "cancel", cancel));
   const submit = async () => {
     if (done) return;
     const name = input.value.trim();
@@ -170,6 +189,27 @@ function renameForm(conversation) {
     if (!form.contains(event.relatedTarget)) setTimeout(submit, 0);
   });
   return form;
+}
+
+/**
+ * Regenerate: the model suggests a title (`POST .../title/`, nothing stored) and the box
+ * shows it, for the owner to save or change. The button stays focusable while it waits
+ * (a disabled one would drop the focus, and leaving the box saves it).
+ */
+async function suggestTitle(conversation, input, control) {
+  if (control.getAttribute("aria-busy") === "true") return;
+  control.setAttribute("aria-busy", "true");
+  try {
+    const { title } = await api(`/api/conversations/${conversation.id}/title/`, { method: "POST" });
+    if (!input.isConnected) return; // the box was closed meanwhile
+    input.value = title;
+    input.focus();
+    input.select();
+  } catch (error) {
+    reportError(error);
+  } finally {
+    control.removeAttribute("aria-busy");
+  }
 }
 
 function deleteConfirm(conversation) {

@@ -225,8 +225,10 @@ export class EventStream {
     else if (frame.type === "ack") this.onAck(frame.request_id, frame.turn_id);
     else if (frame.type === "error") this.onErrorFrame(frame);
     else if (frame.type === "frame") this.tasks.onPicture(frame);
-    // The owner's, whatever this socket's conversation: a count moved, the needs-you list changed.
+    // The owner's, whatever this socket's conversation: a count moved, a conversation was
+    // named or moved up the list, the needs-you list changed.
     else if (frame.type === "unread") hooks.unread(frame.conversation_id, Number(frame.unread) || 0);
+    else if (frame.type === "conversation_changed") hooks.conversationChanged(frame.conversation);
     else if (frame.type === "attention_changed") hooks.attentionChanged();
   }
 

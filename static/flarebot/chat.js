@@ -17,6 +17,7 @@ import "./chat-attachment-chips.js";
 import { app, hooks, notify, reportError, state, ui } from "./chat-shell.js";
 import {
   closeSidebar,
+  conversationChanged,
   conversationGone,
   loadConversations,
   openSidebar,
@@ -28,6 +29,7 @@ hooks.conversationGone = conversationGone;
 hooks.conversationsChanged = scheduleConversationsRefresh;
 hooks.shown = unreadShown;
 hooks.unread = unreadSet;
+hooks.conversationChanged = conversationChanged;
 hooks.attentionChanged = attentionChanged;
 hooks.composerError = (message) => (message ? showComposerError(message) : hideComposerError());
 hooks.restoreDraft = (text, attachments = []) => {

@@ -1,5 +1,6 @@
-"""The chat page's sidebar in real Chromium: long names, titles from first messages, New chat,
-and where focus goes after a delete, at 1280 and 375 pixels and in both color schemes.
+"""The chat page's sidebar in real Chromium: long names, titles from first messages and from
+the model, the order other tabs change live, New chat, and where focus goes after a delete, at
+1280 and 375 pixels and in both color schemes.
 
 Layout is checked as the owner sees it: bounding boxes of the rows' controls against the
 sidebar's, whether a name shows an ellipsis, and whether anything scrolls sideways.
@@ -8,12 +9,15 @@ sidebar's, whether a name shows an ellipsis, and whether anything scrolls sidewa
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import FloatRect, Locator, Page, expect
 
+from conversations.titles import TITLE_INSTRUCTIONS
+from conversations.titling import TITLE_MAX_TOKENS
 from tests.e2e.chat_support import (
     UNDO_MS,
     conversation_ids_eventually,
@@ -24,8 +28,8 @@ from tests.e2e.chat_support import (
     sidebar_names,
     undo_runs_out,
 )
-from tests.e2e.conftest import screenshot
-from tests.support.fake_providers import FakeProviders
+from tests.e2e.conftest import screenshot, until
+from tests.support.fake_providers import FakeProviders, Hold, Text
 from tests.support.live_clients import OwnerClient, message_text
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -144,9 +148,13 @@ def test_it_keeps_every_rows_buttons_inside_the_sidebar_whatever_the_names(
     field = page.get_by_role("textbox", name="Conversation name")
     expect(field).to_be_focused()
     form = page.locator(".rename-form")
-    for control in (field, form.get_by_role("button", name="Save"), form.get_by_role("button", name="Cancel")):
+    regenerate = form.get_by_role("button", name="Regenerate title")
+    save, cancel = form.get_by_role("button", name="Save"), form.get_by_role("button", name="Cancel")
+    for control in (field, regenerate, save, cancel):
         assert_inside(control, outer, "rename form")
         expect(control).to_be_in_viewport(ratio=1)
+    page.keyboard.press("Tab")
+    expect(regenerate).to_be_focused()
     page.keyboard.press("Tab")
     page.keyboard.press("Tab")
     expect(form.get_by_role("button", name="Cancel")).to_be_focused()
@@ -188,7 +196,7 @@ def test_it_creates_a_conversation_with_its_first_message_and_titles_it(
 
     first = "Plan for the kitchen renovation budget and timeline, with the contractors to call"
     send(page, first)
-    title = "Plan for the kitchen renovation budget and timeline, with…"
+    title = "Plan for the kitchen renovation budget and timeline, with"  # cut, no "…" stored
     expect(last_answer(page)).to_have_text("Hello from the fake model.")
     expect(sidebar_names(page)).to_have_text([title, "Older one"])
     expect(page.locator("#conversation-title")).to_have_text(title)
@@ -229,6 +237,73 @@ def test_it_titles_an_untitled_conversation_from_a_message_sent_on_its_socket(
     expect(sidebar_names(page)).to_have_text(["Which plants survive a north-facing balcony?"])
     expect(page.locator("#conversation-title")).to_have_text("Which plants survive a north-facing balcony?")
     assert [c["name"] for c in conversations(live_owner)] == ["Which plants survive a north-facing balcony?"]
+
+
+def test_the_model_titles_a_conversation_after_its_first_answer_and_the_owner_can_regenerate_it(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    page = chat_page
+    held = Hold(seconds=60)  # the title request answers when the test says
+    fake_providers.titles([held, Text("“Balcony plants for north light”.")], "Shade-loving balcony plants")
+    page.goto("/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+
+    send(page, "Which plants survive on a north-facing balcony in Hamburg, with little sun and a lot of wind?")
+    expect(last_answer(page)).to_have_text("Hello from the fake model.")
+    cut = "Which plants survive on a north-facing balcony in Hamburg"
+    until(page, lambda: len(fake_providers.title_requests) == 1, "the title request after the first answer")
+    # Until the model answers, the cut first message names it.
+    expect(sidebar_names(page)).to_have_text([cut])
+    expect(page.locator("#conversation-title")).to_have_text(cut)
+    held.release()
+
+    title = "Balcony plants for north light"
+    expect(sidebar_names(page)).to_have_text([title])
+    expect(page.locator("#conversation-title")).to_have_text(title)
+    assert [c["name"] for c in conversations(live_owner)] == [title]
+    [asked] = fake_providers.title_requests
+    assert (asked.body["system"], asked.body["max_tokens"]) == (TITLE_INSTRUCTIONS, TITLE_MAX_TOKENS)
+    assert "north-facing balcony" in asked.body["messages"][0]["content"][0]["text"]
+    assert len(fake_providers.requests) == 1  # the answer's; the title took no turn's script
+
+    page.get_by_role("button", name=f"Rename {title}").click()
+    field = page.get_by_role("textbox", name="Conversation name")
+    page.locator(".rename-form").get_by_role("button", name="Regenerate title").click()
+    expect(field).to_have_value("Shade-loving balcony plants")
+    expect(field).to_be_focused()
+    assert [c["name"] for c in conversations(live_owner)] == [title]  # suggested, not stored
+    field.press("Enter")
+
+    expect(sidebar_names(page)).to_have_text(["Shade-loving balcony plants"])
+    assert [c["name"] for c in conversations(live_owner)] == ["Shade-loving balcony plants"]
+    assert len(fake_providers.title_requests) == 2
+    expect(page.locator("#notice")).to_be_hidden()
+
+
+def test_the_sidebar_moves_a_conversation_up_and_renames_it_live_when_another_device_does(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    page = chat_page
+    older = live_owner.create_conversation("Older")
+    newer = live_owner.create_conversation("Newer")
+    open_conversation(page, newer)
+    expect(sidebar_names(page)).to_have_text(["Newer", "Older"])
+    lists: list[str] = []
+    page.on("request", lambda r: lists.append(r.url) if urlparse(r.url).path == "/api/conversations/" else None)
+
+    sent = live_owner.api(
+        "POST", f"/api/conversations/{older}/messages/", json={"request_id": str(uuid.uuid4()), "text": "Still there?"}
+    )
+    assert sent.status_code == 202, sent.text
+    expect(sidebar_names(page)).to_have_text(["Older", "Newer"])
+    renamed = live_owner.api("PATCH", f"/api/conversations/{older}/", json={"name": "Older, renamed elsewhere"})
+    assert renamed.status_code == 200, renamed.text
+    expect(sidebar_names(page)).to_have_text(["Older, renamed elsewhere", "Newer"])
+
+    assert lists == []  # the socket said so; the page read no list again
+    expect(page.locator(f'.conversation[data-conversation-id="{newer}"] .conversation-link')).to_have_attribute(
+        "aria-current", "page"
+    )
 
 
 def test_it_moves_a_conversation_up_with_a_new_message_but_not_with_a_rename(

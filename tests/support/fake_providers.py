@@ -11,6 +11,12 @@ One asyncio HTTP/1.1 server (in its own thread) answers:
 Each test scripts the next answers with `FakeProviders.script(...)`: a list of steps
 (text chunks, tool calls, HTTP errors, errors inside the stream, stalls, dropped
 connections). Every request is recorded (path, headers, JSON body) for assertions.
+
+A conversation's title request (its system prompt is `conversations.titles.TITLE_INSTRUCTIONS`)
+is answered and recorded apart: `FakeProviders.titles(...)` scripts its answers, which
+never take a turn's scripted answer, and it lands in `title_requests`, not `requests`.
+Unscripted, it is answered 503 (overloaded), so a conversation keeps the name its first
+message gave, as it does when the model cannot be asked.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from conversations.titles import TITLE_INSTRUCTIONS
 from tests.support.resources import free_port
 
 
@@ -135,6 +142,9 @@ class FakeProviders:
     scripts: deque[list[Step]] = field(default_factory=deque)
     search_scripts: deque[SearchStep] = field(default_factory=deque)
     default_answer: list[Step] = field(default_factory=lambda: [Text("Hello"), Text(" from"), Text(" the fake model.")])
+    # Title requests, apart from the turns' (see the module's docstring).
+    title_requests: list[Recorded] = field(default_factory=list)
+    title_scripts: deque[list[Step]] = field(default_factory=deque)
     # Called with (chunk text, time.monotonic()) as each text chunk is written (benchmarks).
     on_emit: Any = None
     # Keys the model listing (GET /v1/models, how a saved key is checked) answers 401 for.
@@ -162,6 +172,11 @@ class FakeProviders:
         with self._lock:
             self.scripts.extend(answers)
 
+    def titles(self, *answers: list[Step] | str) -> None:
+        """Queue answers of title requests, one per request (a title as text, or steps)."""
+        with self._lock:
+            self.title_scripts.extend([Text(answer)] if isinstance(answer, str) else answer for answer in answers)
+
     def search(self, *answers: SearchStep) -> None:
         """Queue answers of the Responses API, one per request (a default search otherwise)."""
         with self._lock:
@@ -171,13 +186,17 @@ class FakeProviders:
         with self._lock:
             self.scripts.clear()
             self.search_scripts.clear()
+            self.title_scripts.clear()
             self.requests.clear()
+            self.title_requests.clear()
             self.key_checks.clear()
             self.refused_keys.clear()
             self.unavailable_keys.clear()
 
-    def _next_answer(self) -> list[Step]:
+    def _next_answer(self, record: Recorded) -> list[Step]:
         with self._lock:
+            if is_title_request(record.body):
+                return self.title_scripts.popleft() if self.title_scripts else [TITLE_UNSCRIPTED]
             return self.scripts.popleft() if self.scripts else list(self.default_answer)
 
     def start(self) -> FakeProviders:
@@ -211,8 +230,12 @@ class FakeProviders:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 record = Recorded(path, headers, json.loads(body or b"{}"), time.monotonic())
                 with self._lock:
-                    # Key checks (the model listing) apart: `requests` are what the model was asked.
-                    (self.key_checks if path.startswith("/v1/models") else self.requests).append(record)
+                    # Key checks (the model listing) and title requests apart: `requests` are
+                    # what the model was asked in turns.
+                    if path.startswith("/v1/models"):
+                        self.key_checks.append(record)
+                    else:
+                        (self.title_requests if is_title_request(record.body) else self.requests).append(record)
                 keep = await self._answer(method, path, record, writer)
                 record.ended = time.monotonic()
                 if not keep:
@@ -230,7 +253,7 @@ class FakeProviders:
         if method != "POST" or path not in ("/v1/messages", "/v1/chat/completions", "/local/v1/chat/completions"):
             await _respond(writer, 404, {"error": {"message": "not found"}})
             return True
-        answer = self._next_answer()
+        answer = self._next_answer(record)
         if answer and isinstance(answer[0], HttpError):
             await _respond(writer, answer[0].status, answer[0].body)
             return True
@@ -333,6 +356,25 @@ class FakeProviders:
                 {"object": "list", "data": [{"id": "gpt-x", "object": "model", "created": 0, "owned_by": "x"}]},
             )
         return True
+
+
+# What an unscripted title request gets: the model is overloaded.
+TITLE_UNSCRIPTED = HttpError(503, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+
+
+def system_prompt_of(body: dict[str, Any]) -> str:
+    """The system prompt of a Messages or Chat Completions request body."""
+    system = body.get("system")
+    if isinstance(system, str):
+        return system
+    messages = body.get("messages") or []
+    first = messages[0] if messages and isinstance(messages[0], dict) else {}
+    return str(first.get("content", "")) if first.get("role") == "system" else ""
+
+
+def is_title_request(body: dict[str, Any]) -> bool:
+    """Whether a model request is a conversation's title request (by its system prompt)."""
+    return system_prompt_of(body) == TITLE_INSTRUCTIONS
 
 
 def search_response(answer: Search, request: dict[str, Any]) -> dict[str, Any]:
@@ -440,7 +482,7 @@ class AnthropicEvents:
     def call(self, call: Call) -> str:
         out = self._close_text()
         self.stop_reason = "tool_use"
-        block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
         raw = json.dumps(call.input)
         half = len(raw) // 2
         out += _sse("content_block_start", {"type": "content_block_start", "index": self.index, "content_block": block})
