@@ -8,6 +8,9 @@ so an answer is never re-indexed while it streams. A conversation is one result:
 matching entry, with the matched words marked, and how many of its entries matched. A
 message's entry holds its text and the names of its attachments (a file's name finds the
 message it came with, user's or answer's), so the ranking and ties are those of any entry.
+A name of several words is indexed with its words too, between private-use characters that
+snippets drop: a snippet shows the name as given, with a word matched among them marked in
+the name.
 """
 
 from __future__ import annotations
@@ -39,24 +42,73 @@ class SearchResult(TypedDict):
 
 def message_text(parts: list[dict[str, Any]]) -> str:
     """The searchable text of a message: its text parts, then its attachments' names (tool calls are not searched)."""
-    texts = [str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"]
-    names = [_name_text(str(p.get("name", ""))) for p in parts if isinstance(p, dict) and p.get("type") == "attachment"]
-    return _unmarked("\n".join(text for text in [*texts, *names] if text))
+    texts = [_unmarked(str(p.get("text", ""))) for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+    names = [
+        _name_text(_unmarked(str(p.get("name", ""))))
+        for p in parts
+        if isinstance(p, dict) and p.get("type") == "attachment"
+    ]
+    return "\n".join(text for text in [*texts, *names] if text)
+
+
+# Where the words a file's name is indexed with begin and end (private-use characters,
+# removed from indexed text like the marks); snippets never show what lies between them.
+HIDDEN_START, HIDDEN_END = "\ue002", "\ue003"
+_INTERNAL = str.maketrans("", "", sql.MARK_START + sql.MARK_END + HIDDEN_START + HIDDEN_END)
 
 
 def _name_text(name: str) -> str:
-    """A file's name as indexed: the name, then its words when it has several.
+    """A file's name as indexed: the name, then its words (hidden from snippets) when it has several.
 
     PostgreSQL's parser reads `report.pdf` as one file token, so `report` alone would not
     find it; its words, listed after it, are found on both databases.
     """
     words = re.findall(r"\w+", name)
-    return f"{name} ({' '.join(words)})" if len(words) > 1 else name
+    return f"{name} {HIDDEN_START} {' '.join(words)} {HIDDEN_END}" if len(words) > 1 else name
 
 
 def _unmarked(text: str) -> str:
-    """Text to index, without the characters that mark matches in snippets."""
-    return text.replace(sql.MARK_START, "").replace(sql.MARK_END, "").strip()
+    """Text to index, without the characters that mark matches in snippets or hide a name's words."""
+    return text.translate(_INTERNAL).strip()
+
+
+def snippet_shown(marked: str) -> str:
+    """Drop the hidden words of file names from a marked snippet; a word matched there is marked in the name.
+
+    The snippet may begin or end inside hidden words (the database cut it there): what lies
+    before an end without its start, or after a start without its end, is hidden too.
+    """
+    pieces = re.split(f"([{HIDDEN_START}{HIDDEN_END}])", marked)
+    delimiters = [p for p in pieces if p in (HIDDEN_START, HIDDEN_END)]
+    hidden = bool(delimiters) and delimiters[0] == HIDDEN_END
+    shown: list[str] = []
+    for piece in pieces:
+        if piece in (HIDDEN_START, HIDDEN_END):
+            hidden = piece == HIDDEN_START
+        elif not hidden:
+            shown.append(piece)
+        elif shown:
+            matched = re.findall(f"{sql.MARK_START}(.*?){sql.MARK_END}", piece)
+            shown[-1] = _marked_words(shown[-1], {word.casefold() for word in matched})
+    cut_at_start = marked.startswith("…") and not (shown and shown[0].startswith("…"))
+    cut_at_end = marked.endswith("…") and not (shown and shown[-1].endswith("…"))
+    text = " ".join("".join(shown).split())
+    return ("…" if cut_at_start else "") + text + ("…" if cut_at_end else "")
+
+
+def _marked_words(text: str, words: set[str]) -> str:
+    """Mark, outside the marks already there, each word of `text` that is one of `words`."""
+    if not words:
+        return text
+    pieces = re.split(f"({sql.MARK_START}.*?{sql.MARK_END})", text)
+    for index, piece in enumerate(pieces):
+        if not piece.startswith(sql.MARK_START):
+            pieces[index] = re.sub(
+                r"\w+",
+                lambda word: f"{sql.MARK_START}{word[0]}{sql.MARK_END}" if word[0].casefold() in words else word[0],
+                piece,
+            )
+    return "".join(pieces)
 
 
 def snippet_marks(marked: str) -> tuple[str, list[list[int]]]:
@@ -106,7 +158,7 @@ def conversations_search(*, query: str) -> list[SearchResult]:
     for hit in hits:
         if hit.conversation_id not in conversations:
             continue
-        snippet, highlights = snippet_marks(hit.snippet)
+        snippet, highlights = snippet_marks(snippet_shown(hit.snippet))
         results.append(
             SearchResult(
                 conversation=conversation_json(conversations[hit.conversation_id]),

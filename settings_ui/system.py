@@ -131,7 +131,12 @@ def _keys() -> list[Component]:
             state_of, detail = "ok", f"Stored, and the provider accepted it (needed for {use})"
         else:
             reason = settings_view["unchecked_reasons"].get(provider) or "the provider could not be asked."
-            state_of, detail = "unknown", f"Stored; not checked: {reason}"
-        fix = "Enter it again in Settings, under Model." if state_of == "error" else "Add one in Settings, under Model."
+            state_of, detail = "unknown", f"Stored, not checked: {reason}"
+        fix = {
+            "missing": "Add one in Settings, under Model.",
+            "error": "Enter it again in Settings, under Model.",
+            # It is there: saving it again asks the provider once more.
+            "unknown": "Save it again in Settings, under Model, to have the provider check it.",
+        }.get(state_of)
         components.append(_component(f"{provider}_key", labels.get(provider, provider), state_of, detail, fix))
     return components

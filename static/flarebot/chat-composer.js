@@ -4,6 +4,7 @@
 
 import { MAX_CHARS, reportError, state, ui } from "./chat-shell.js";
 import { createConversation } from "./chat-sidebar.js";
+import { clearBeforeSending } from "./chat-header.js";
 import { countText, numbers } from "./dom.js";
 import {
   clearAttachments,
@@ -77,6 +78,10 @@ export async function submitComposer() {
       creating = false;
     }
   }
+  // A clear of this history still waiting for its Undo goes first: it would remove this message too.
+  const view = state.view;
+  await clearBeforeSending(view.id);
+  if (state.view !== view) return; // another conversation was shown meanwhile: the text stays
   const attachments = readyAttachments().map((item) => ({
     type: "attachment",
     id: item.id,
@@ -87,7 +92,7 @@ export async function submitComposer() {
   ui.input.value = "";
   clearAttachments(); // a refused send puts them back (restoreAttachments)
   composerChanged();
-  state.view.send(text, attachments);
+  view.send(text, attachments);
 }
 
 ui.composer.addEventListener("submit", (event) => {

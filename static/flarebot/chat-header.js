@@ -4,8 +4,9 @@
 // set up first, said before a first message would fail.
 
 import { call } from "./api.js";
-import { hooks, notify } from "./chat-shell.js";
+import { hooks, notify, state } from "./chat-shell.js";
 import { announce } from "./chat-actions.js";
+import { ask, offerUndo } from "./chat-ask.js";
 
 const LABELS = { anthropic: "Anthropic", openai: "OpenAI", local: "Local" };
 const NEEDS_KEY = new Set(["anthropic", "openai"]);
@@ -104,11 +105,15 @@ select.addEventListener("change", async () => {
   }
 });
 
-// Export: links to the API's downloads of the shown conversation. Clear history: after a
-// confirmation, the server stops what runs and removes the history; every tab (this one
-// too) starts over when the `conversation.cleared` event arrives.
+// Export: links to the API's downloads of the shown conversation. Clear history: asked in the
+// page (chat-ask.js); the history is hidden at once and an Undo bar stays, like a deletion's.
+// The clear is sent when the bar closes, or at once when another conversation is shown, a
+// message is sent to this one, or the page is left; the server then stops what runs and
+// removes the history, and every tab (this one too) starts over on `conversation.cleared`.
 let shownId = null;
+let pendingClear = null; // a clear that can still be undone: {id, offer}
 hooks.selected = (id) => {
+  if (pendingClear && pendingClear.id !== id) pendingClear.offer.now();
   shownId = id;
   exportMenu.open = false;
   exportMenu.hidden = !id;
@@ -119,21 +124,57 @@ hooks.selected = (id) => {
 exportMenu.addEventListener("click", (event) => {
   if (event.target.closest("a")) exportMenu.open = false;
 });
+
+function viewOf(id) {
+  return state.view && state.view.id === id ? state.view : null;
+}
+
+let clearing = null; // a clear sent and not answered yet: {id, sent}
+
+function clearNow(id, { keepalive = false } = {}) {
+  if (pendingClear && pendingClear.id === id) pendingClear = null;
+  const sent = (async () => {
+    try {
+      // The server first waits for a running answer to stop (at most the tools' grace and 5 s).
+      await call("POST", `/api/conversations/${id}/clear/`, undefined, { within: 60_000, keepalive });
+      if (!keepalive) announce("History cleared.");
+    } catch (error) {
+      if (keepalive) return;
+      viewOf(id)?.hideHistory(false); // nothing was cleared: the history shows again
+      notify(error.message);
+    }
+  })();
+  clearing = { id, sent };
+  sent.finally(() => {
+    if (clearing && clearing.sent === sent) clearing = null;
+  });
+}
+
+/** Before a message goes to this conversation: send its clear still waiting for Undo, and let it finish. */
+export async function clearBeforeSending(id) {
+  if (pendingClear && pendingClear.id === id) pendingClear.offer.now();
+  if (clearing && clearing.id === id) await clearing.sent;
+}
+
 $("clear-history").addEventListener("click", async () => {
   exportMenu.open = false;
   const id = shownId;
+  if (!id) return;
   const name = $("conversation-title").textContent;
   const question =
     `Clear the history of “${name}”? Its messages, tool cards, browser tasks and search entries are ` +
-    "removed (a running answer is stopped first); the conversation and its name stay. This cannot be undone.";
-  if (!id || !confirm(question)) return;
-  try {
-    // The server first waits for a running answer to stop (at most the tools' grace and 5 s).
-    await call("POST", `/api/conversations/${id}/clear/`, undefined, { within: 60_000 });
-    announce("History cleared.");
-  } catch (error) {
-    notify(error.message);
-  }
+    "removed (a running answer is stopped first); the conversation and its name stay.";
+  if (!(await ask({ question, yes: "Clear history" })) || shownId !== id) return;
+  viewOf(id)?.hideHistory(true);
+  const offer = offerUndo({
+    text: `Cleared the history of “${name}”.`,
+    undo: () => {
+      pendingClear = null;
+      viewOf(id)?.hideHistory(false);
+    },
+    done: ({ keepalive }) => clearNow(id, { keepalive }),
+  });
+  pendingClear = { id, offer };
 });
 exportMenu.addEventListener("keydown", (event) => {
   if (event.key === "Escape" && exportMenu.open) {

@@ -6,13 +6,14 @@ import { api } from "./api.js";
 import { ConversationView } from "./chat-view.js";
 import { MAX_NAME, app, hooks, notify, reportError, setConnection, state, ui } from "./chat-shell.js";
 import { button, el } from "./dom.js";
+import { offerUndo } from "./chat-ask.js";
 
 export function currentName() {
   const current = state.conversations.find((c) => c.id === state.currentId);
   return current ? current.name : "Flarebot";
 }
 
-let pendingDelete = null; // a deletion that can still be undone: {conversation, at, timer, bar}
+let pendingDelete = null; // a deletion that can still be undone: {conversation, offer}
 
 export function setConversations(conversations) {
   // A deletion waiting for its Undo is not shown, whatever the server still lists.
@@ -234,20 +235,17 @@ function deleteConfirm(conversation) {
   return box;
 }
 
-// A deletion waits UNDO_MS before it is sent, so the owner can take it back; leaving the
-// page sends it at once (keepalive), as the owner confirmed it.
-const UNDO_MS = 10000;
+// A deletion waits behind its Undo bar (chat-ask.js) before it is sent, so the owner can take
+// it back; leaving the page sends it at once (keepalive), as the owner confirmed it.
 
-function deleteNow(pending, { keepalive = false } = {}) {
-  clearTimeout(pending.timer);
-  pending.bar.remove();
-  if (pendingDelete === pending) pendingDelete = null;
-  const sent = api(`/api/conversations/${pending.conversation.id}/`, { method: "DELETE", keepalive });
+function deleteNow(conversation, { keepalive = false } = {}) {
+  if (pendingDelete && pendingDelete.conversation === conversation) pendingDelete = null;
+  const sent = api(`/api/conversations/${conversation.id}/`, { method: "DELETE", keepalive });
   if (!keepalive) sent.then(() => loadConversations(), reportError);
 }
 
 function deleteWithUndo(conversation) {
-  if (pendingDelete) deleteNow(pendingDelete); // one undo at a time: the older one is final
+  if (pendingDelete) pendingDelete.offer.now(); // one undo at a time: the older one is final
   state.deleting = conversation.id;
   // What opens instead: the next one, else the one before, else a new chat.
   const ids = state.conversations.map((c) => c.id);
@@ -259,27 +257,19 @@ function deleteWithUndo(conversation) {
   const link = neighbour && ui.list.querySelector(`li[data-conversation-id="${neighbour}"] .conversation-link`);
   (link || ui.newButton).focus();
 
-  const bar = el("div", "undo-bar");
-  bar.setAttribute("role", "status");
-  const undo = button("Undo", "undo", () => {
-    clearTimeout(pending.timer);
-    bar.remove();
-    pendingDelete = null;
-    state.deleting = null;
-    const rest = state.conversations;
-    setConversations([...rest.slice(0, at), conversation, ...rest.slice(at)]);
-    if (wasCurrent) select(conversation.id, { push: false, keepSidebar: true });
+  const offer = offerUndo({
+    text: `Deleted “${conversation.name}”.`,
+    undo: () => {
+      pendingDelete = null;
+      state.deleting = null;
+      const rest = state.conversations;
+      setConversations([...rest.slice(0, at), conversation, ...rest.slice(at)]);
+      if (wasCurrent) select(conversation.id, { push: false, keepSidebar: true });
+    },
+    done: ({ keepalive }) => deleteNow(conversation, { keepalive }),
   });
-  bar.append(el("span", "", `Deleted “${conversation.name}”.`), undo);
-  document.body.append(bar);
-  const pending = { conversation, at, bar, timer: 0 };
-  pending.timer = setTimeout(() => deleteNow(pending), UNDO_MS);
-  pendingDelete = pending;
+  pendingDelete = { conversation, offer };
 }
-
-window.addEventListener("pagehide", () => {
-  if (pendingDelete) deleteNow(pendingDelete, { keepalive: true });
-});
 
 /** The conversation was deleted (here, elsewhere, or never existed): drop it and move on. */
 export function conversationGone(id) {

@@ -63,6 +63,7 @@ export class ConversationView extends EventStream {
     this.backlogTimer = 0;
     this.loaded = false;
     this.message = null; // a message to bring into view once loaded (a search result)
+    this.hidden = null; // what a clear waiting for its Undo hides (chat-header.js): its nodes
     this.root.addEventListener("flarebot:write-proposal", (event) => this.decideProposal(event.detail));
     this.root.addEventListener("flarebot:output-gap", (event) => this.refreshOutput(event.detail.card));
     ui.inner.replaceChildren(this.root);
@@ -144,6 +145,7 @@ export class ConversationView extends EventStream {
   applySnapshot(snapshot, activities, taskList) {
     this.turns.clear();
     this.root.replaceChildren();
+    this.hidden = null; // what a clear hid is gone, or (its Undo taken) shown again as the server has it
     this.dirty.clear();
     this.activities.clear();
     for (const activity of (activities && activities.activities) || []) {
@@ -272,13 +274,27 @@ export class ConversationView extends EventStream {
     if (this.dirty.size) this.backlogTimer = setTimeout(() => this.renderBacklog(), 0);
   }
 
+  /**
+   * Hide the history a clear will remove while its Undo lasts (what comes meanwhile shows), or
+   * show it again. The clear's `conversation.cleared` event loads the transcript anew.
+   */
+  hideHistory(hide) {
+    for (const node of this.hidden || []) node.hidden = false;
+    this.hidden = hide ? [...this.root.children].filter((node) => !node.hidden) : null;
+    for (const node of this.hidden || []) node.hidden = true;
+    this.changed();
+  }
+
   /** The set of turns or their states changed: update the controls that depend on them. */
   changed() {
     if (!this.alive) return;
     if (this.loaded) hooks.shown(this.id, this.lastSequence); // the owner's read mark follows what is shown
     const active = [...this.turns.values()].some((turn) => turn.active) || this.tasks.unfinished;
     ui.stop.hidden = !active;
-    ui.empty.hidden = !this.loaded || this.turns.size > 0 || this.pending.size > 0;
+    const shown = this.hidden
+      ? [...this.root.children].some((node) => !node.hidden)
+      : this.turns.size > 0 || this.pending.size > 0;
+    ui.empty.hidden = !this.loaded || shown;
     ui.transcript.setAttribute("aria-busy", String(active));
     // Edit, Regenerate and the versions act only while nothing runs, Retry on the last turn.
     this.root.classList.toggle("busy", active);

@@ -11,8 +11,10 @@ import hashlib
 import json
 
 import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
-from conversations.models import Message, MessageRole, Turn
+from conversations.models import Message, MessageRole, SearchEntry, Turn
 from conversations.services import conversation_create
 from tests.attachments.support import png, upload
 from tests.conversations.test_search import finished_turn
@@ -90,8 +92,35 @@ def test_search_finds_a_message_by_an_attachment_name(owner_client):
     assert response.status_code == 200, response.content
     [hit] = response.json()["results"]
     assert (hit["conversation"]["id"], hit["message_id"]) == (str(files.id), str(question.id))
-    start, end = hit["highlights"][0]
-    assert hit["snippet"][start:end].lower() == "invoice"
+    assert hit["snippet"] == "invoice-march.pdf.txt"
+    assert [hit["snippet"][start:end] for start, end in hit["highlights"]] == ["invoice"]
+
+
+def test_a_snippet_shows_a_files_name_as_given_never_the_words_it_is_indexed_with(owner_client):
+    conversation = conversation_create(name="Pictures")
+    finished_turn_with_files(owner_client, conversation, "Look at this", {"gradient.png": png()})
+
+    [hit] = owner_client.get("/api/conversations/", {"q": "gradient"}).json()["results"]
+
+    assert hit["snippet"] == "Look at this gradient.png"
+    assert [hit["snippet"][start:end] for start, end in hit["highlights"]] == ["gradient"]
+
+
+def test_entries_written_before_are_rewritten_to_hide_a_names_words(owner_client):
+    conversation = conversation_create(name="Pictures")
+    turn = finished_turn_with_files(owner_client, conversation, "", {"gradient.png": png()})
+    entry = SearchEntry.objects.filter(message__turn=turn, message__role=MessageRole.USER)
+    entry.update(text="gradient.png (gradient png)")  # as search indexed a file's name before
+    executor = MigrationExecutor(connection)
+    executor.migrate([("attachments", "0004_unsent_without_conversation")])
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    [hit] = owner_client.get("/api/conversations/", {"q": "gradient"}).json()["results"]
+    assert hit["snippet"] == "gradient.png"
+    assert [hit["snippet"][start:end] for start, end in hit["highlights"]] == ["gradient"]
 
 
 def test_search_finds_an_answer_by_the_name_of_a_file_it_returned(owner_client):

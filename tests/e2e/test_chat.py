@@ -17,6 +17,7 @@ from playwright.sync_api import Page, expect
 
 from conversations.services import conversation_delete
 from tests.e2e.chat_support import (
+    UNDO_MS,
     answers,
     conversations,
     engine_call_id_of,
@@ -405,36 +406,66 @@ def test_it_learns_from_the_close_code_that_a_conversation_went_while_the_server
 
 
 @pytest.mark.parametrize("width", [1280, 375])
-def test_clear_history_empties_the_transcript_in_every_tab_and_keeps_the_name(
+def test_clear_history_asks_in_the_page_offers_undo_then_empties_every_tab_and_keeps_the_name(
     chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders, width: int
 ) -> None:
     page = chat_page
     page.set_viewport_size({"width": width, "height": 800})
     fake_providers.script([Text("Pack the blue suitcase.")])
     conversation_id = live_owner.create_conversation("Holiday plans")
+    page.clock.install()
     open_conversation(page, conversation_id)
     send(page, "What should I pack?")
     expect(last_answer(page)).to_have_text("Pack the blue suitcase.")
     other = page.context.new_page()
     open_conversation(other, conversation_id)
     expect(last_answer(other)).to_have_text("Pack the blue suitcase.")
+    clears: list[str] = []
+    page.on("request", lambda request: clears.append(request.url) if request.url.endswith("/clear/") else None)
+    asked = page.get_by_role("alertdialog", name=re.compile("^Clear the history of “Holiday plans”?"))
+    bar = page.locator(".undo-bar")
 
-    page.locator("#export summary").click()
-    page.once("dialog", lambda dialog: dialog.dismiss())
-    page.get_by_role("button", name="Clear history…").click()
-    expect(last_answer(page)).to_have_text("Pack the blue suitcase.")  # declined: nothing changed
+    def clear_history() -> None:
+        page.locator("#export summary").click()
+        page.get_by_role("button", name="Clear history…").click()
+        expect(asked).to_be_visible()
+
+    # Asked in the page, its safe answer focused: Esc declines, and nothing changed.
+    clear_history()
+    expect(asked.get_by_role("button", name="Cancel")).to_be_focused()
+    screenshot(page, f"chat-clear-history-asked-{width}")
+    page.keyboard.press("Escape")
+    expect(asked).to_have_count(0)
+    expect(last_answer(page)).to_have_text("Pack the blue suitcase.")
+
+    # Confirmed: the history goes at once, behind an Undo; Undo brings it back and nothing is sent.
+    clear_history()
+    asked.get_by_role("button", name="Clear history", exact=True).click()
+    expect(page.locator("#empty-state")).to_be_visible()
+    expect(last_answer(page)).to_be_hidden()
+    expect(bar).to_contain_text("Cleared the history of “Holiday plans”.")
+    screenshot(page, f"chat-clear-history-undo-{width}")
+    bar.get_by_role("button", name="Undo").click()
+    expect(last_answer(page)).to_have_text("Pack the blue suitcase.")
+    expect(page.locator("#empty-state")).to_be_hidden()
+    page.clock.fast_forward(UNDO_MS + 1_000)
+    page.wait_for_timeout(500)  # time for a request the page would (wrongly) send now
+    assert clears == []
     assert len(live_owner.messages(conversation_id)["messages"]) == 2
 
-    page.locator("#export summary").click()
-    screenshot(page, f"chat-clear-history-menu-{width}")
-    page.once("dialog", lambda dialog: dialog.accept())
-    page.get_by_role("button", name="Clear history…").click()
+    # Confirmed again, and the Undo's time runs out: the server clears it, for every tab.
+    clear_history()
+    asked.get_by_role("button", name="Clear history", exact=True).click()
+    expect(bar).to_be_visible()
+    page.clock.fast_forward(UNDO_MS)
 
     for tab in (page, other):
         expect(tab.locator("#transcript .msg")).to_have_count(0)
         expect(tab.locator("#empty-state")).to_be_visible()
         expect(tab.locator("#conversation-title")).to_have_text("Holiday plans")
+    expect(bar).to_have_count(0)
     assert live_owner.messages(conversation_id)["messages"] == []
+    assert len(clears) == 1
     screenshot(page, f"chat-cleared-{width}")
     page.reload()
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")

@@ -5,12 +5,13 @@ the export of a conversation as a Markdown or JSON download.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.chat_support import (
     LOOKS,
@@ -85,6 +86,84 @@ def test_it_searches_titles_and_message_text_and_opens_the_match(
     search.press("Escape")
     expect(search).to_have_value("")
     expect(sidebar_names(page)).to_have_text(["Kitchen renovation", "Garden"])
+
+
+def outline_sides(page: Page, target: Locator) -> dict[str, bool]:
+    """Which sides of `target`'s outline are painted, read from a screenshot of its edges."""
+    style = target.evaluate(
+        "n => { const s = getComputedStyle(n); return [s.outlineColor, s.outlineOffset, s.outlineWidth]; }"
+    )
+    colour = [int(c) for c in re.findall(r"\d+", style[0])[:3]]
+    reach = float(style[1].removesuffix("px")) + float(style[2].removesuffix("px"))
+    box = target.bounding_box()
+    assert box is not None
+    assert reach > 0, style
+    margin = int(reach) + 3
+    clip = {
+        "x": box["x"] - margin,
+        "y": box["y"] - margin,
+        "width": box["width"] + 2 * margin,
+        "height": box["height"] + 2 * margin,
+    }
+    shot = base64.b64encode(page.screenshot(clip=clip)).decode()
+    reader = page.context.new_page()  # about:blank: no CSP keeps a canvas from reading the picture
+    try:
+        return dict(
+            reader.evaluate(
+                """async ([shot, colour, margin]) => {
+                    const image = new Image();
+                    image.src = `data:image/png;base64,${shot}`;
+                    await image.decode();
+                    const canvas = document.createElement("canvas");
+                    canvas.width = image.width;
+                    canvas.height = image.height;
+                    const context = canvas.getContext("2d");
+                    context.drawImage(image, 0, 0);
+                    const like = (x, y) => {
+                        const [r, g, b] = context.getImageData(x, y, 1, 1).data;
+                        return Math.abs(r - colour[0]) + Math.abs(g - colour[1]) + Math.abs(b - colour[2]) < 60;
+                    };
+                    const any = (points) => points.some(([x, y]) => like(x, y));
+                    const [w, h] = [image.width, image.height];
+                    const near = [...Array(margin).keys()];
+                    const [midX, midY] = [Math.floor(w / 2), Math.floor(h / 2)];
+                    return [
+                        ["left", any(near.map((i) => [i, midY]))],
+                        ["right", any(near.map((i) => [w - 1 - i, midY]))],
+                        ["top", any(near.map((i) => [midX, i]))],
+                        ["bottom", any(near.map((i) => [midX, h - 1 - i]))],
+                    ];
+                }""",
+                [shot, colour, margin],
+            )
+        )
+    finally:
+        reader.close()
+
+
+def test_a_message_opened_from_a_link_or_a_search_is_outlined_on_every_side(
+    chat_page: Page, live_owner: OwnerClient, anthropic_key: str, fake_providers: FakeProviders
+) -> None:
+    page = chat_page
+    fake_providers.script([Text("Cherry tomatoes tolerate partial shade well.")])
+    garden = answered(page, live_owner, "Garden", "Which tomatoes grow in shade?")
+    [question, _] = live_owner.messages(garden)["messages"]
+    every_side = {"left": True, "right": True, "top": True, "bottom": True}
+
+    # A link to the turn (a task run's, a needs-you entry's) outlines the owner's message.
+    page.goto("/settings/")  # a link opens the chat page anew, not a jump within it
+    page.goto(f"/?c={garden}#turn-{question['turn_id']}")
+    linked = page.locator("#transcript .turn.linked .msg.user .bubble")
+    expect(linked).to_be_visible()
+    assert outline_sides(page, linked) == every_side
+
+    # A search result outlines the message that matched: here the answer, as wide as the turn.
+    search = page.get_by_role("searchbox", name="Search conversations")
+    search.fill("tolerate")
+    page.get_by_role("list", name="Search results").locator("a").first.click()
+    found = page.locator("#transcript .msg.assistant.found")
+    expect(found).to_be_visible()
+    assert outline_sides(page, found) == every_side
 
 
 @pytest.mark.parametrize("look", LOOKS)

@@ -26,10 +26,13 @@ def test_owner_signs_in_and_reaches_chat(page: Page, owner: Installation) -> Non
     expect(page.locator("input[name=password]")).to_have_count(0)
 
 
-def test_wrong_password_stays_on_sign_in_with_message(page: Page, owner: Installation) -> None:
+def test_wrong_password_stays_on_sign_in_with_the_cursor_in_the_password(page: Page, owner: Installation) -> None:
     page.goto("/login/")
     page.fill("input[name=username]", OWNER_USERNAME)
     page.fill("input[name=password]", "not the password")
     page.click("button[type=submit]")
     expect(page.locator("body")).to_contain_text("do not match")
     assert urlparse(page.url).path == "/login/"
+    # The username stays; the cursor is in the password field, to type it again.
+    expect(page.locator("input[name=username]")).to_have_value(OWNER_USERNAME)
+    expect(page.locator("input[name=password]")).to_be_focused()

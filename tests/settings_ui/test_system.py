@@ -86,6 +86,18 @@ def test_it_reports_live_workers_beat_and_what_the_latest_worker_found(owner_cli
     assert "sk-proj" not in str(found)
 
 
+def test_a_key_the_provider_could_not_check_is_stored_not_checked_not_missing(owner_client, fake_providers):
+    key = "sk-ant-api03-Unchecked000000000000000000"
+    fake_providers.unavailable_keys.add(key)
+    provider_key_set(provider="anthropic", key=key)
+
+    anthropic = components(owner_client)["anthropic_key"]
+
+    assert anthropic["state"] == "unknown"
+    assert anthropic["detail"].startswith("Stored, not checked: Anthropic is overloaded or having problems (HTTP 503).")
+    assert anthropic["fix"] == "Save it again in Settings, under Model, to have the provider check it."
+
+
 def test_it_shows_a_missing_part_with_the_fix_the_worker_gave(owner_client):
     worker("worker-a", chromium={"state": "missing", "detail": "No Chromium was found.", "fix": CHROMIUM_FIX})
 
