@@ -7,7 +7,6 @@ frame, and closes with 4001 as soon as the session ends, however it ends.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import uuid
@@ -15,9 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
-from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.utils import timezone
 
 from attachments.errors import AttachmentInvalid
 from conversations import eventlog, selectors, turns
@@ -31,8 +28,6 @@ from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError, InvalidInput
 from flarebot.core.sessions import (
     OWNER_SOCKETS_GROUP,
-    SessionEnded,
-    SessionRecheck,
     SessionState,
     owner_session_recheck,
     session_group,
@@ -41,9 +36,11 @@ from flarebot.core.sockets import (
     CLOSE_INVALID_REQUEST,
     CLOSE_NOT_FOUND,
     CLOSE_SESSION_EXPIRED,
+    OwnerSocket,
     error_frame,
     owner_handshake_check,
     refuse,
+    session_is_valid,
 )
 from flarebot.core.text import ascii_whole_number
 
@@ -161,11 +158,6 @@ def _listed(conversation_id: uuid.UUID) -> dict[str, Any] | None:
 
 
 @_db
-def _session_is_valid(session_key: str) -> bool:
-    return owner_session_recheck(session_key=session_key) is SessionState.VALID
-
-
-@_db
 def _admission(conversation_id: uuid.UUID, session_key: str) -> int | None:
     """Check the session and the conversation again, now that the socket listens: a close code, or None."""
     if owner_session_recheck(session_key=session_key) is not SessionState.VALID:
@@ -175,25 +167,8 @@ def _admission(conversation_id: uuid.UUID, session_key: str) -> int | None:
     return None
 
 
-class ConversationConsumer(AsyncWebsocketConsumer):
-    groups: list[str] = []
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        """Handle a message without Channels' per-message connection clean-up.
-
-        Channels hops to its single sync thread before every handler to close stale
-        database connections; for a socket that means one hop per streamed window, and
-        every socket's windows queued on that one thread. This consumer's database calls
-        go through `_db`, whose threads replace a connection that broke.
-        """
-        handler = getattr(self, get_handler_name(message), None)
-        if handler is None:
-            raise ValueError(f"No handler for message type {message['type']}")
-        await handler(message)
-
+class ConversationConsumer(OwnerSocket):
     async def connect(self) -> None:
-        self.admitted = False
-        self.joined: list[str] = []
         handshake = await _db(owner_handshake_check)(self.scope)
         if handshake.refusal is not None or handshake.session_key is None:
             await refuse(self, handshake.refusal or CLOSE_SESSION_EXPIRED)
@@ -214,17 +189,14 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             return
         # Subscribe before checking again, so that a deletion or a sign-out that commits
         # in between still reaches this socket as its group's message.
-        self.joined = [conversation_group(self.conversation_id), session_group(self.session_key), OWNER_SOCKETS_GROUP]
-        for group in self.joined:
-            await self.channel_layer.group_add(group, self.channel_name)
+        await self.subscribe(
+            [conversation_group(self.conversation_id), session_group(self.session_key), OWNER_SOCKETS_GROUP]
+        )
         refusal = await _admission(self.conversation_id, self.session_key)
         if refusal is not None:
-            await self._leave_groups()
-            await refuse(self, refusal)
+            await self.refuse_subscribed(refusal)
             return
-        await self.accept()
-        self.admitted = True
-        self.expiry_task = asyncio.create_task(self._close_at(handshake.expires_at))
+        await self.admit(handshake.expires_at)
         # Group messages that arrive during the replay wait in this consumer's queue and
         # are handled after it, deduplicated by sequence.
         self.last_sent = last_sequence
@@ -254,28 +226,6 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps(frame))
             self.last_sent = sequence
 
-    async def _close_at(self, expires_at: Any) -> None:
-        await asyncio.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()))
-        await self._end(CLOSE_SESSION_EXPIRED)
-
-    async def _end(self, code: int) -> None:
-        """Close an admitted socket; nothing it still receives is acted on."""
-        if self.admitted:
-            self.admitted = False
-            await self.close(code=code)
-
-    async def _leave_groups(self) -> None:
-        joined, self.joined = self.joined, []
-        for group in joined:
-            await self.channel_layer.group_discard(group, self.channel_name)
-
-    async def disconnect(self, code: int) -> None:
-        self.admitted = False
-        task = getattr(self, "expiry_task", None)
-        if task is not None:
-            task.cancel()
-        await self._leave_groups()
-
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if not self.admitted:
             return
@@ -285,7 +235,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         try:
             frame = parse_client_frame(text_data, bytes_data)
         except FlarebotError as error:
-            if not await _session_is_valid(self.session_key):
+            if not await session_is_valid(self.session_key):
                 await self._end(CLOSE_SESSION_EXPIRED)
                 return
             await self.send(text_data=json.dumps(error_frame(error)))
@@ -373,13 +323,6 @@ class ConversationConsumer(AsyncWebsocketConsumer):
 
     async def conversation_deleted(self, message: dict[str, Any]) -> None:
         await self._end(CLOSE_NOT_FOUND)
-
-    async def session_ended(self, message: SessionEnded) -> None:
-        await self._end(CLOSE_SESSION_EXPIRED)
-
-    async def session_recheck(self, message: SessionRecheck) -> None:
-        if self.admitted and not await _session_is_valid(self.session_key):
-            await self._end(CLOSE_SESSION_EXPIRED)
 
 
 class UnknownRouteConsumer(AsyncWebsocketConsumer):

@@ -1,17 +1,29 @@
-"""What every WebSocket consumer shares: the handshake checks, close codes, error frames."""
+"""What every WebSocket consumer shares: the handshake checks, close codes, error frames,
+and an owner's socket's life (`OwnerSocket`)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict
 
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.utils import timezone
 
+from flarebot.core.database import db
 from flarebot.core.errors import FlarebotError
 from flarebot.core.installation import installation_get_verified
-from flarebot.core.sessions import SessionState, owner_session_expires_at, owner_session_state, session_cookie_count
+from flarebot.core.sessions import (
+    SessionState,
+    owner_session_expires_at,
+    owner_session_recheck,
+    owner_session_state,
+    session_cookie_count,
+)
 
 CLOSE_SESSION_EXPIRED = 4001
 CLOSE_REFUSED = 4003
@@ -74,3 +86,80 @@ async def refuse(consumer: AsyncWebsocketConsumer, code: int) -> None:
     """
     await consumer.accept()
     await consumer.close(code=code)
+
+
+def _session_is_valid(session_key: str) -> bool:
+    return owner_session_recheck(session_key=session_key) is SessionState.VALID
+
+
+session_is_valid: Callable[[str], Awaitable[bool]] = db(_session_is_valid)
+
+
+class OwnerSocket(AsyncWebsocketConsumer):
+    """An owner's socket: its groups, its admission, and its end with the session.
+
+    A consumer subscribes to its groups before checking its admission again (`subscribe`),
+    so that a sign-out or a deletion that commits in between still reaches it as a group
+    message; once admitted (`admit`), it closes with 4001 when its session expires, ends
+    (`session.ended`) or no longer checks out (`session.recheck`). Messages without a
+    handler here are left alone: the owner's group carries some for other sockets.
+    """
+
+    admitted = False
+    session_key = ""
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Handle a message without Channels' per-message connection clean-up.
+
+        Channels hops to its single sync thread before every handler to close stale
+        database connections; for a socket that means one hop per streamed window, and
+        every socket's windows queued on that one thread. Database calls here go through
+        `flarebot.core.database.db`, whose threads replace a connection that broke.
+        """
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is not None:
+            await handler(message)
+
+    async def subscribe(self, groups: list[str]) -> None:
+        self.joined = list(groups)
+        for group in self.joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+
+    async def admit(self, expires_at: datetime | None) -> None:
+        """Accept the socket and close it when its session expires."""
+        await self.accept()
+        self.admitted = True
+        self.expiry_task = asyncio.create_task(self._close_at(expires_at or timezone.now()))
+
+    async def refuse_subscribed(self, code: int) -> None:
+        await self._leave_groups()
+        await refuse(self, code)
+
+    async def _close_at(self, expires_at: datetime) -> None:
+        await asyncio.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()))
+        await self._end(CLOSE_SESSION_EXPIRED)
+
+    async def _end(self, code: int) -> None:
+        """Close an admitted socket; nothing it still receives is acted on."""
+        if self.admitted:
+            self.admitted = False
+            await self.close(code=code)
+
+    async def _leave_groups(self) -> None:
+        joined, self.joined = getattr(self, "joined", []), []
+        for group in joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def disconnect(self, code: int) -> None:
+        self.admitted = False
+        task = getattr(self, "expiry_task", None)
+        if task is not None:
+            task.cancel()
+        await self._leave_groups()
+
+    async def session_ended(self, message: dict[str, Any]) -> None:
+        await self._end(CLOSE_SESSION_EXPIRED)
+
+    async def session_recheck(self, message: dict[str, Any]) -> None:
+        if self.admitted and not await session_is_valid(self.session_key):
+            await self._end(CLOSE_SESSION_EXPIRED)
