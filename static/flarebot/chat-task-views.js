@@ -1,6 +1,7 @@
-// A browser task card's readback, open question (a held action, an email consent, a
-// sign-in through the live view, a question) and record (its steps, each question with the
-// owner's answer); the owner's answers go to the card. Text nodes only.
+// A browser task card's readback, open question (a held action with what it would submit,
+// an email consent, a sign-in through the live view, a question) and record (its steps, each
+// question with the owner's answer); the owner's answers go to the card. Text nodes only:
+// what a held action would submit is the page's own text (masked by the server).
 import { button, el, localTime } from "./dom.js";
 
 const CORRECTS = "The unfinished browser task above: Start ends it and carries on from its page (on the same site).";
@@ -62,16 +63,7 @@ export function readbackView(proposal, { startable = true } = {}) {
 export function questionNodes(card, point) {
   const nodes = [el("p", "task-question-text", point.question)];
   if (point.action && point.action.description) nodes.push(el("p", "task-held", `Held: ${point.action.description}`));
-  const requests = (point.action && point.action.requests) || [];
-  if (requests.length) {
-    const list = el("ul", "task-held-requests");
-    list.setAttribute("aria-label", "What it would send");
-    for (const sent of requests) {
-      const fields = sent.fields && sent.fields.length ? ` (fields: ${sent.fields.join(", ")})` : "";
-      list.append(el("li", "", `${sent.method} ${sent.host}${sent.path}${fields}`));
-    }
-    nodes.push(list);
-  }
+  nodes.push(...heldNodes(point.action, "task-held-requests"));
   if (point.kind === "confirm") {
     // Approve and Deny decide (`approve`); the words beside them only tell the task's model.
     const decision = el("div", "task-decision");
@@ -93,6 +85,74 @@ export function questionNodes(card, point) {
     nodes.push(answerForm(card, point));
   }
   return nodes;
+}
+
+/**
+ * What a held action would submit: a clicked submit button's form (`action.submission`) and
+ * the requests it tried (`action.requests`, each with its `submission` when the server made
+ * one, else as a line: method, host, path and field names). The open question lists every
+ * request; the record keeps the submissions of the questions answered or void.
+ */
+function heldNodes(action, listClass) {
+  const nodes = [];
+  const open = listClass === "task-held-requests";
+  if (action && action.submission) nodes.push(submissionView(action.submission));
+  const requests = ((action && action.requests) || []).filter((sent) => open || sent.submission);
+  if (requests.length) {
+    const list = el("ul", listClass);
+    list.setAttribute("aria-label", "What it would send");
+    for (const sent of requests) {
+      if (sent.submission) {
+        const item = el("li");
+        item.append(submissionView(sent.submission));
+        list.append(item);
+      } else {
+        const fields = sent.fields && sent.fields.length ? ` (fields: ${sent.fields.join(", ")})` : "";
+        list.append(el("li", "task-held-line", `${sent.method} ${sent.host}${sent.path}${fields}`));
+      }
+    }
+    nodes.push(list);
+  }
+  return nodes;
+}
+
+const plural = (count, one, many) => `${count} ${count === 1 ? one : many}`;
+
+/** One submission: method and address, the button, each field's value (masked, hidden, cut as marked), a body. */
+function submissionView(submission) {
+  const box = el("div", "task-submission");
+  box.dataset.form = submission.form ? "1" : "";
+  box.append(el("p", "task-submission-heading", submission.form ? "The form would submit" : "The page would send"));
+  box.append(el("p", "task-submission-address", `${submission.method} ${submission.address}`));
+  if (submission.button) {
+    const text = submission.button_text ? ` (it reads “${submission.button_text}”)` : "";
+    box.append(el("p", "task-submission-button", `Button: “${submission.button}”${text}`));
+  }
+  const fields = submission.fields || [];
+  if (fields.length) {
+    const list = el("dl", "task-submission-fields");
+    list.setAttribute("aria-label", "Fields and values");
+    for (const field of fields) {
+      const name = el("dt", "task-field-name", field.name || "(no name)");
+      if (field.hidden) name.append(" ", el("span", "task-field-hidden", "hidden"));
+      const value = el("dd", "task-field-value", field.cut ? `${field.value}…` : field.value);
+      if (field.masked) {
+        value.classList.add("task-field-masked");
+        value.title = "Masked: a password or other secret is not shown";
+      }
+      list.append(name, value);
+    }
+    box.append(list);
+  } else if (submission.form) {
+    box.append(el("p", "muted task-submission-none", "No fields"));
+  }
+  if (submission.fields_more) {
+    box.append(el("p", "muted task-submission-more", `and ${plural(submission.fields_more, "more field", "more fields")}`));
+  }
+  if (submission.body) {
+    box.append(el("pre", "task-submission-body", submission.body_cut ? `${submission.body}…` : submission.body));
+  }
+  return box;
 }
 
 function answerForm(card, point) {
@@ -201,6 +261,7 @@ function questionRecord(question) {
   if (question.action && question.action.description) {
     box.append(el("p", "task-record-held", `Held: ${question.action.description}`));
   }
+  if (question.state !== "open") box.append(...heldNodes(question.action, "task-record-requests")); // open: shown above
   const answer = el("p", "task-record-answer");
   answer.append(el("span", "task-record-answer-text", answerText(question)));
   if (question.state === "resolved" && question.resolved_at) {

@@ -22,6 +22,7 @@ from tests.support.browser_tasks import page_sent, step, task_requests
 from tests.support.fake_providers import Call, FakeProviders, Text
 from tests.support.live import LiveStack
 from tests.support.live_clients import OwnerClient
+from tests.support.trap_shop import FORM_PASSWORD
 from tests.support.web_fixtures import FIXTURE_PASSWORD, FixtureWeb, fixture_web_start
 from tools.browser_tasks.inputs import VIEWPORT
 
@@ -89,7 +90,10 @@ def test_the_readback_card_starts_the_task_and_the_question_card_answers_it(
 
     # "Add to cart" sends a POST: held, with what it would send, until the owner approves.
     expect(card.locator(".task-question-text")).to_contain_text("Nothing was sent", timeout=TASK_MS)
-    expect(card.locator(".task-held-requests li")).to_have_text([f"POST 127.0.0.1:{web.port}/shop/cart/add"])
+    held = card.locator(".task-held-requests li")
+    expect(held).to_have_count(1)
+    expect(held.locator(".task-submission-address")).to_have_text(f"POST {web.url('/shop/cart/add')}")
+    expect(held.locator(".task-submission-button")).to_have_text("Button: “Add to cart”")
     screenshot(page, "browser-task-held-request")
     added = open_point_id()
     fake_providers.script(
@@ -300,6 +304,51 @@ def boxes_within(card: Locator, *parts: Locator) -> list[FloatRect]:
         assert box["x"] + box["width"] <= outer["x"] + outer["width"] + 1, box
         found.append(box)
     return found
+
+
+def test_a_forms_approval_question_lists_its_fields_with_the_password_masked_its_button_and_its_address(
+    chat_page: Page,
+    live_stack: LiveStack,
+    live_owner: OwnerClient,
+    anthropic_key: str,
+    fake_providers: FakeProviders,
+    web: FixtureWeb,
+) -> None:
+    page = chat_page
+    conversation_id = live_owner.create_conversation("Pay")
+    open_conversation(page, conversation_id)
+    card = propose(
+        page, fake_providers, goal="Pay for the kettle.", start_url=web.url("/traps/pay-form"), restrictions=[]
+    )
+    fake_providers.script(step("click", element=3))  # "Pay now", the form's submit button
+    card.get_by_role("button", name="Start").click()
+
+    submission = card.locator(".task-question .task-submission")
+    address = submission.locator(".task-submission-address")
+    expect(address).to_have_text(f"POST {web.url('/traps/do/pay-form?step=final')}", timeout=TASK_MS)
+    expect(submission.locator(".task-submission-button")).to_have_text("Button: “Pay now”")
+    names, values = submission.locator(".task-field-name"), submission.locator(".task-field-value")
+    expect(names).to_have_text(["holder", "p", "basket hidden"])
+    expect(values).to_have_text(["Alice Example", "••••", "kettle-42"])
+    expect(submission.locator(".task-field-masked")).to_have_text(["••••"])
+    expect(page.locator("body")).not_to_contain_text(FORM_PASSWORD)
+
+    for width in (1280, 375):
+        page.set_viewport_size({"width": width, "height": 800})
+        boxes_within(card, submission, address)
+        for row in range(3):  # each name beside its value, both inside the card
+            name_box, value_box = boxes_within(card, names.nth(row), values.nth(row))
+            assert name_box["x"] + name_box["width"] <= value_box["x"], (width, row)
+            assert abs(name_box["y"] - value_box["y"]) < name_box["height"], (width, row)
+        no_sideways_scroll(page)
+        submission.evaluate("box => box.scrollIntoView({block: 'center'})")
+        screenshot(page, f"browser-task-submission-{width}")
+
+    assert web.harms == []
+    stored = str(list(Event.objects.values_list("data", flat=True))) + str(list(CriticalPoint.objects.values()))
+    for place, text in [("the stored rows", stored), ("the logs", live_stack.logs())]:
+        assert FORM_PASSWORD not in text, place
+    assert all(FORM_PASSWORD not in str(r.body) for r in fake_providers.requests)
 
 
 @pytest.mark.parametrize("width", WIDTHS)

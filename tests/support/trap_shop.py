@@ -10,6 +10,8 @@ owner approves.
 page sends (a WebSocket, an unload beacon, GETs that buy by their address, a redirect, a
 worker), and `/traps/senders` is a page that tries all of them when a test calls its
 `sendAll()` (and sends orders on a timer with `startOrders(n)`), while no action runs.
+`FORMS` are payment forms with a password (`FORM_PASSWORD`) whose approval question shows
+what they would submit.
 """
 
 from __future__ import annotations
@@ -143,6 +145,23 @@ SENDING: dict[str, str] = {
 }
 TRUSTED_TYPES = "require-trusted-types-for 'script'; trusted-types shop"
 
+FORM_PASSWORD = "kettle-pass-5e1f"  # never on an owner's page, in a stored row or in a log
+_PAY_FIELDS = f"""<label for="holder">Card holder</label> <input id="holder" name="holder" value="Alice Example">
+<label for="secret">Card password</label> <input id="secret" name="p" type="password" value="{FORM_PASSWORD}">
+<input type="hidden" name="basket" value="kettle-42">"""
+FORMS: dict[str, str] = {
+    # A submit button: held by its name, before the click; the question reads the form.
+    "pay-form": f"""<form method="post" action="/traps/do/pay-form?step=final">{_PAY_FIELDS}
+<button type="submit">Pay now</button></form>""",
+    # A bland button whose script submits the form: held by the network; the page tells which field is a password.
+    "scripted-form": f"""<form id="pay" method="post" action="/traps/do/scripted-form">{_PAY_FIELDS}</form>
+<button type="button" id="trap">Next</button><script>trap.onclick = () => pay.requestSubmit();</script>""",
+    # A script that sends the password as JSON under a bland key.
+    "json-form": f"""{_PAY_FIELDS}<button type="button" id="trap">Next</button><script>trap.onclick = () =>
+fetch("/traps/do/json-form", {{method: "POST", headers: {{"content-type": "application/json"}},
+body: JSON.stringify({{holder: holder.value, p: secret.value, card: {{cvc: "123"}}}})}});</script>""",
+}
+
 
 def senders_page(other_origin: str) -> str:
     """Every way to send at once (`sendAll()`), orders on a timer, and a sign-in that also posts elsewhere."""
@@ -197,7 +216,7 @@ def trap_routes(app: web.Application, harms: list[str], *, other_origin: str) ->
         elif name == "framed":
             body = f'<iframe src="{other_origin}/traps/frame" width="400" height="200"></iframe>'
         else:
-            body = TRAPS.get(name) or SENDING.get(name)
+            body = TRAPS.get(name) or SENDING.get(name) or FORMS.get(name)
         if body is None:
             raise web.HTTPNotFound()
         head = f'<meta charset="utf-8"><title>Trap: {name}</title>'

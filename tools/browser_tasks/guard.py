@@ -10,7 +10,8 @@ state-changing request is:
 
 - held, while the task acts, when it goes to the page's own site: it is not sent, and the
   runtime asks the owner about everything the action tried to send at once (method, host,
-  path and field names, never values); the owner's approval lets exactly those requests
+  path and field names; its question also shows the values, masked, from the body kept
+  here in memory: `submission.py`); the owner's approval lets exactly those requests
   through (each as often as it was held) when the model repeats the action with that
   critical point's id;
 - refused when it goes to another site (the owner is told on the card, the model in its
@@ -37,7 +38,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -54,6 +55,7 @@ OWNER_WINDOW = 2.0  # seconds after the owner's own input in a sign-in's live vi
 CREDITS_MAX = 64
 FIELDS_MAX = 40
 KEPT_MAX = 20  # requests of one action that are described to the owner
+BODY_KEPT = 65_536  # characters of a held request's body kept in memory for its question (never stored whole)
 # Second-level labels under which registrations sit one level deeper (example.co.uk).
 _MULTIPART_NAME = re.compile(r'content-disposition:[^\r\n]*?\bname="([^"\r\n]*)"', re.IGNORECASE)
 _SECOND_LEVEL = frozenset({"co", "com", "net", "org", "gov", "edu", "ac", "or", "ne", "go", "gob", "nic", "mil"})
@@ -73,13 +75,20 @@ class Decision(Enum):
 
 @dataclass(frozen=True)
 class SentRequest:
-    """A state-changing request as the owner may see it: never the values it carried."""
+    """A state-changing request as the owner and the model may see it: never the values it carried.
+
+    A held one also keeps its address, body and content type in memory (never compared,
+    printed or stored), from which its question's summary is built (`submission.py`).
+    """
 
     method: str
     host: str
     path: str
     fields: tuple[str, ...]
     form: bool  # a form submission (its method may be GET)
+    url: str = field(default="", compare=False, repr=False)
+    body: str | None = field(default=None, compare=False, repr=False)
+    content_type: str = field(default="", compare=False, repr=False)
 
     def as_dict(self) -> dict[str, object]:
         return {"method": self.method, "host": self.host, "path": self.path, "fields": list(self.fields)}
@@ -262,7 +271,8 @@ class RequestGuard:
             self._credit(method, url, echo)
             return Decision.SEND
         if len(self.effects.held) < KEPT_MAX:
-            self.effects.held.append(sent)
+            body = post_data[:BODY_KEPT] if post_data else None
+            self.effects.held.append(replace(sent, url=url, body=body, content_type=content_type))
         return Decision.HOLD
 
     def socket_sends(self, url: str) -> bool:

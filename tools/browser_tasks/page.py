@@ -5,7 +5,9 @@ reach it or change what it sees). It numbers the visible, enabled interactive el
 document order and keeps them in that world, so an action names an element by its number
 and the session finds exactly that node again (`ELEMENT_CENTER` and friends). What the
 model gets is `observation_text`: never the values of form fields, so nothing the owner
-typed (a password during a sign-in) ever reaches it.
+typed (a password during a sign-in) ever reaches it. Two more scripts read values, for the
+owner's approval question only (`ELEMENT_FORM`, `PAGE_CONTROLS`): they go to
+`submission.py`, which masks them, and never to the model.
 """
 
 from __future__ import annotations
@@ -153,6 +155,80 @@ ELEMENT_SELECT = """((n, option) => {
   el.dispatchEvent(new Event('change', {bubbles: true}));
   return found.textContent.replace(/\\s+/g, ' ').trim();
 })"""
+
+FORM_FIELDS_READ = 100  # a form's fields read for a held submit (the question lists fewer, and counts all)
+CONTROLS_READ = 300  # the page's controls read after an action whose requests were held
+
+# What the form of submit element N would send if it were clicked: its method, address and
+# fields in the order the browser sends them (the clicked button among them, checkboxes only
+# when checked, a select's chosen options, a file input's file names), each with its type,
+# autocomplete and label so that `submission.py` can mask it; null when N submits no form.
+# It reads properties only (no FormData, whose `formdata` event the page would see), through
+# the prototypes' getters, since a control named "action" or "elements" shadows the form's own.
+ELEMENT_FORM = """((n) => {
+  const submitter = (globalThis.__flarebotElements || [])[n - 1];
+  if (!submitter || !submitter.isConnected || !submitter.form) return null;
+  const own = (proto, name, node) => Object.getOwnPropertyDescriptor(proto, name).get.call(node);
+  const form = submitter.form;
+  const squash = (t) => String(t || '').replace(/\\s+/g, ' ').trim();
+  const method = submitter.hasAttribute('formmethod') ? submitter.formMethod
+    : own(HTMLFormElement.prototype, 'method', form);
+  const action = submitter.hasAttribute('formaction') ? submitter.formAction
+    : own(HTMLFormElement.prototype, 'action', form);
+  const fields = [];
+  let total = 0;
+  const add = (control, name, value) => {
+    total += 1;
+    if (fields.length >= %(read)d) return;
+    const labels = control.labels ? Array.from(control.labels).map((l) => l.textContent).join(' ') : '';
+    fields.push({
+      name: String(name).slice(0, 200),
+      value: String(value).slice(0, 1000),
+      type: String(control.type || '').toLowerCase(),
+      autocomplete: String(control.getAttribute('autocomplete') || '').toLowerCase().slice(0, 100),
+      label: squash(control.getAttribute('aria-label') || labels).slice(0, 200),
+    });
+  };
+  for (const control of own(HTMLFormElement.prototype, 'elements', form)) {
+    const tag = control.tagName.toLowerCase();
+    const name = control.getAttribute('name') || '';
+    const type = String(control.type || '').toLowerCase();
+    if (!name || control.matches(':disabled') || !['input', 'button', 'select', 'textarea'].includes(tag)) continue;
+    if (tag === 'button' || ['submit', 'image', 'reset', 'button'].includes(type)) {
+      if (control !== submitter || type === 'reset' || type === 'button') continue;
+      if (type === 'image') { add(control, name + '.x', '0'); add(control, name + '.y', '0'); continue; }
+      add(control, name, control.value);
+    } else if (type === 'checkbox' || type === 'radio') {
+      if (control.checked) add(control, name, control.value);
+    } else if (tag === 'select') {
+      for (const option of control.selectedOptions) add(control, name, option.value);
+    } else if (type === 'file') {
+      add(control, name, Array.from(control.files || []).map((f) => f.name).join(', '));
+    } else {
+      add(control, name, control.value);
+    }
+  }
+  return {method: String(method || 'get').toLowerCase(), action: String(action || ''), fields, total};
+})""" % {"read": FORM_FIELDS_READ}  # noqa: UP031 (JavaScript braces)
+
+# The page's form controls (of its main document), for masking what a held request carries:
+# name (or id), type, autocomplete, label and value. Values stay in the worker's memory.
+PAGE_CONTROLS = """(() => {
+  const squash = (t) => String(t || '').replace(/\\s+/g, ' ').trim();
+  const found = [];
+  for (const control of document.querySelectorAll('input, select, textarea')) {
+    if (found.length >= %(read)d) break;
+    const labels = control.labels ? Array.from(control.labels).map((l) => l.textContent).join(' ') : '';
+    found.push({
+      name: String(control.getAttribute('name') || control.id || '').slice(0, 200),
+      type: String(control.type || '').toLowerCase(),
+      autocomplete: String(control.getAttribute('autocomplete') || '').toLowerCase().slice(0, 100),
+      label: squash(control.getAttribute('aria-label') || labels).slice(0, 200),
+      value: String(control.value || '').slice(0, 1000),
+    });
+  }
+  return found;
+})()""" % {"read": CONTROLS_READ}  # noqa: UP031 (JavaScript braces)
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,10 @@ from tools.browser_tasks.interception import REFUSALS_KEPT, PageInterception, po
 from tools.browser_tasks.page import (
     ELEMENT_CENTER,
     ELEMENT_FOCUS_EMPTY,
+    ELEMENT_FORM,
     ELEMENT_SELECT,
     OBSERVE,
+    PAGE_CONTROLS,
     Observation,
     observation_from,
 )
@@ -54,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 ACTION_TIMEOUT = 30.0  # seconds for one action, its page load included
 SETTLE = 0.5  # after a click, how long to let the page react before waiting for its load
+READ_TIMEOUT = 5.0  # seconds to read a form's fields for an approval question (the question goes without them)
 SCROLL_PIXELS = 700
 LEASE_TOOL_CALL_ID = "browser_task"
 # How long a running task's context lease lasts without a renewal (the task's heartbeat renews it).
@@ -109,6 +112,34 @@ class BrowserSession:
         self.observation = observation
         self._world = world["executionContextId"]
         return observation
+
+    async def form_of(self, number: int) -> Any:
+        """What the form of submit element N would send (`page.ELEMENT_FORM`'s reading), or None."""
+        try:
+            return await asyncio.wait_for(self._call(ELEMENT_FORM, number), READ_TIMEOUT)
+        except (ActionFailed, TimeoutError):
+            return None
+
+    async def controls(self) -> Any:
+        """The page's form controls as `page.PAGE_CONTROLS` reads them, or None when the page cannot be read."""
+        from playwright.async_api import Error as PlaywrightError  # loads on first use
+
+        async def read() -> Any:
+            tree = await self.cdp.send("Page.getFrameTree")
+            world = await self.cdp.send(
+                "Page.createIsolatedWorld",
+                {"frameId": tree["frameTree"]["frame"]["id"], "worldName": "flarebot-controls"},
+            )
+            answer = await self.cdp.send(
+                "Runtime.evaluate",
+                {"expression": PAGE_CONTROLS, "contextId": world["executionContextId"], "returnByValue": True},
+            )
+            return answer.get("result", {}).get("value")
+
+        try:
+            return await asyncio.wait_for(read(), READ_TIMEOUT)
+        except (PlaywrightError, TimeoutError, KeyError):
+            return None
 
     async def _call(self, function: str, *arguments: Any) -> Any:
         from playwright.async_api import Error as PlaywrightError  # loads on first use

@@ -3,6 +3,8 @@
 An action is recorded before it is done, so a crash in between never repeats it. One that
 is critical by its name, or whose requests the guard held, pauses the task at a critical
 point for the owner; the owner's approval is bound to exactly that action, in that context.
+The question says what would be submitted (`tools.browser_tasks.submission`): a held click
+on a submit button reads its form first; a network hold summarises the requests it held.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ from tools.browser_tasks.guard import SentRequest
 from tools.browser_tasks.kept import kept_sessions
 from tools.browser_tasks.page import Element, Observation
 from tools.browser_tasks.session import ACTION_TIMEOUT, ActionFailed
+from tools.browser_tasks.submission import (
+    NO_CONTROLS,
+    Controls,
+    Submission,
+    controls_from,
+    form_submission,
+    request_submission,
+)
 from tools.web.sources import host_of
 
 _VALIDATORS = {name: Draft202012Validator(schema) for name, schema in SCHEMAS.items()}
@@ -39,6 +49,14 @@ _ASKING = {
 }
 _ON_ELEMENT = ("click", "type", "select", "request_email_consent")
 PAGE_MAX = 2_048  # of a page's address in the record
+SUBMISSIONS_MAX = 5  # held requests of one question shown with their fields and values (the rest by name)
+
+
+def _pressed(element: Element | None) -> tuple[str | None, str | None]:
+    """A clicked button's accessible name and visible text (both None for what is not a button)."""
+    if element is None or not (element.submit or element.role == "button"):
+        return None, None
+    return element.label or element.name, element.name
 
 
 def _element_description(name: str, element: Element | None, host: str) -> str:
@@ -121,7 +139,8 @@ class Acting(Attempt):
         )
         grant = self._granted(authorization, data.get("critical_point_id"), digest)
         if reason is not None and grant is None:
-            return await self.hold(step, observation, element, reason, digest)
+            submission = await self._form_submission(element) if call.name == "click" else None
+            return await self.hold(step, observation, element, reason, digest, submission)
         return await self.perform(step, observation, grant=grant, digest=digest)
 
     async def ask_consent(self, step: dict[str, Any], data: dict[str, Any], observation: Observation | None) -> bool:
@@ -134,8 +153,22 @@ class Acting(Attempt):
             return await self._refuse(step, f"There is no element {number} on the current page.")
         click = {"element": number}
         digest = action_digest(name="click", data=click, element=element.as_dict(), url=observation.url)
-        action = {"name": "click", "element": number, "description": describe("click", click, observation)}
+        action: dict[str, Any] = {
+            "name": "click",
+            "element": number,
+            "description": describe("click", click, observation),
+        }
+        submission = await self._form_submission(element)
+        if submission is not None:
+            action["submission"] = submission
         return await self.pause(step, Pause(CriticalPointKind.EMAIL_CONSENT, data["question"], action, digest))
+
+    async def _form_submission(self, element: Element | None) -> Submission | None:
+        """What clicking this submit button would send (its form, read now), or None for another element."""
+        if element is None or not element.submit or self.session is None:
+            return None
+        button, text = _pressed(element)
+        return form_submission(await self.session.form_of(element.number), button=button, button_text=text)
 
     def _granted(self, authorization: dict[str, Any] | None, given: Any, digest: str) -> dict[str, Any] | None:
         """The owner's grant for exactly this action, in this context, now; None when there is none."""
@@ -202,7 +235,8 @@ class Acting(Attempt):
             await self.record()
             raise Stopped
         if effects.held:
-            return await self.hold_sent(step, observation, effects.held, digest)
+            controls = controls_from(await self.session.controls()) if self.session is not None else NO_CONTROLS
+            return await self.hold_sent(step, observation, effects.held, digest, controls)
         step["result"] = result
         await self.record()
         return False
@@ -246,7 +280,13 @@ class Acting(Attempt):
         return {"ok": True}
 
     async def hold(
-        self, step: dict[str, Any], observation: Observation | None, element: Element | None, reason: str, digest: str
+        self,
+        step: dict[str, Any],
+        observation: Observation | None,
+        element: Element | None,
+        reason: str,
+        digest: str,
+        submission: Submission | None = None,
     ) -> bool:
         """Pause before an action that is critical by its name, holding exactly it for the owner's decision."""
         description = describe(step["name"], step["input"], observation)
@@ -254,10 +294,17 @@ class Acting(Attempt):
         action: dict[str, Any] = {"name": step["name"], "description": description}
         if element is not None:
             action["element"] = element.number
+        if submission is not None:
+            action["submission"] = submission
         return await self.pause(step, Pause(CriticalPointKind.CONFIRM, question, action, digest))
 
     async def hold_sent(
-        self, step: dict[str, Any], observation: Observation | None, held: list[SentRequest], digest: str
+        self,
+        step: dict[str, Any],
+        observation: Observation | None,
+        held: list[SentRequest],
+        digest: str,
+        controls: Controls = NO_CONTROLS,
     ) -> bool:
         """Pause after an action whose state-changing requests were held, asking about exactly them."""
         description = describe(step["name"], step["input"], observation)
@@ -266,11 +313,26 @@ class Acting(Attempt):
             f"{description} tried to send: {sent}. Nothing was sent. Approve to let exactly this through when "
             "Flarebot repeats the action, once; Deny to stop it."
         )
-        action = {
-            "name": step["name"],
-            "description": description,
-            "requests": [request.as_dict() for request in held],
-        }
+        clicked = None
+        if step["name"] == "click" and observation is not None:
+            clicked = observation.element(int(step["input"]["element"]))
+        button, text = _pressed(clicked)
+        requests: list[dict[str, Any]] = []
+        for index, request in enumerate(held):
+            shown = request.as_dict()
+            if index < SUBMISSIONS_MAX:
+                shown["submission"] = request_submission(
+                    method=request.method,
+                    url=request.url,
+                    body=request.body,
+                    content_type=request.content_type,
+                    form=request.form,
+                    controls=controls,
+                    button=button,
+                    button_text=text,
+                )
+            requests.append(shown)
+        action: dict[str, Any] = {"name": step["name"], "description": description, "requests": requests}
         if step["name"] in ("click", "type", "select"):
             action["element"] = step["input"]["element"]
         return await self.pause(step, Pause(CriticalPointKind.CONFIRM, question, action, digest), recorded=True)

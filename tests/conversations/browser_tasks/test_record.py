@@ -1,4 +1,7 @@
-"""A task's record: every step (action, element, page) and every answer, kept after the end, never typed text."""
+"""A task's record: every step (action, element, page) and every answer, kept after the end.
+
+Steps never show typed text; a held submit's question shows what its form would send (masked).
+"""
 
 from __future__ import annotations
 
@@ -123,9 +126,14 @@ async def test_an_ended_task_keeps_its_steps_and_answers_with_their_times_and_ne
     ]
     opened = [e.data["created_at"] for e in logged if e.kind == "critical_point.opened"]
     assert opened == [q["created_at"] for q in task["questions"]]
-    shown = json.dumps([e.data for e in logged]) + json.dumps(task)
+    # Steps never show typed text; the held click's question shows what the form would send, for the owner.
+    shown = json.dumps([e.data for e in logged if e.kind != "critical_point.opened"]) + json.dumps(task["steps"])
     assert TYPED not in shown
     assert "owner@example.org" not in shown
+    assert [(f["name"], f["value"]) for f in held.action["submission"]["fields"]] == [
+        ("email", "owner@example.org"),
+        ("message", TYPED),
+    ]
 
 
 async def test_a_step_in_progress_and_an_unanswered_question_stay_in_the_record_of_a_cancelled_task(

@@ -70,7 +70,23 @@ async def cart_filled_after_approval(fake_providers, cancels, web, conversation_
     held = await open_point(task_id)
     assert held.kind == "confirm"
     assert held.action["requests"] == [
-        {"method": "POST", "host": f"127.0.0.1:{web.port}", "path": "/shop/cart/add", "fields": []}
+        {
+            "method": "POST",
+            "host": f"127.0.0.1:{web.port}",
+            "path": "/shop/cart/add",
+            "fields": [],
+            "submission": {
+                "form": False,
+                "method": "POST",
+                "address": web.url("/shop/cart/add"),
+                "button": "Add to cart",
+                "button_text": None,
+                "fields": [],
+                "fields_more": 0,
+                "body": None,
+                "body_cut": False,
+            },
+        }
     ]
     assert web.cart == []
     assert "/shop/cart/add" not in web.paths()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import pytest
 
 from tools.browser_tasks.guard import (
+    BODY_KEPT,
     OWNER_WINDOW,
     WEBSOCKET,
     Decision,
@@ -241,6 +245,26 @@ def test_only_field_names_are_kept_never_values(post_data, content_type, names):
     assert kept == names
     assert "4111" not in repr(kept)
     assert "hunter2" not in repr(kept)
+
+
+def test_a_held_request_keeps_its_address_and_body_in_memory_for_its_question_only():
+    guard = RequestGuard()
+    guard.act(page_url=PAGE)
+    long_body = "password=hunter2&note=" + "n" * BODY_KEPT
+
+    decide(guard, "POST", "https://shop.example.co.uk/pay?x=1", post_data=long_body, content_type=FORM)
+    decide(guard, "POST", "https://pay.example/charge", post_data="password=hunter2", content_type=FORM)
+
+    effects = guard.rest()
+    [held], [refused] = effects.held, effects.refused
+    assert (held.url, held.body, held.content_type) == (
+        "https://shop.example.co.uk/pay?x=1",
+        long_body[:BODY_KEPT],
+        FORM,
+    )
+    assert (refused.body, refused.url) == (None, "")  # a refused request's body is not kept
+    assert "hunter2" not in repr(held) + held.described() + json.dumps(held.as_dict())
+    assert held == dataclasses.replace(held, body=None, url="")  # what an approval compares is unchanged
 
 
 @pytest.mark.parametrize(
