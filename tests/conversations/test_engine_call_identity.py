@@ -86,7 +86,8 @@ async def test_ids_that_differ_only_after_128_characters_are_three_calls(provide
     await writes_held(turn)
     # The provider is answered with its own ids, whole.
     last = fake_providers.requests[-1].body
-    assert (LONG + "c") in str(last) and (LONG + "a") in str(last)
+    assert (LONG + "a") in str(last)
+    assert (LONG + "c") in str(last)
 
 
 async def test_one_step_whose_calls_share_an_id_runs_each_call_once(provider, fake_providers, cancels, web):
@@ -128,7 +129,8 @@ async def test_calls_without_ids_all_at_index_zero_are_run_and_answered(provider
     [asked] = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")]
     answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     assert [c["id"] for c in asked["tool_calls"]] == answered
-    assert all(answered) and len(set(answered)) == 2
+    assert all(answered)
+    assert len(set(answered)) == 2
 
 
 async def test_a_later_turn_with_the_same_ids_remembers_again(provider, fake_providers, cancels):

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import FloatRect, Locator, Page, expect
 
 from tests.e2e.chat_support import (
     LOOKS,
@@ -99,7 +99,7 @@ def outline_sides(page: Page, target: Locator) -> dict[str, bool]:
     assert box is not None
     assert reach > 0, style
     margin = int(reach) + 3
-    clip = {
+    clip: FloatRect = {
         "x": box["x"] - margin,
         "y": box["y"] - margin,
         "width": box["width"] + 2 * margin,
