@@ -55,7 +55,7 @@ def conversations(live_owner: OwnerClient) -> list[dict[str, Any]]:
     return list(response.json()["conversations"])
 
 
-# A deletion is sent once its Undo has had its time (`UNDO_MS` in chat-sidebar.js), or when
+# A deletion is sent once its Undo has had its time (`UNDO_MS` in chat-ask.js), or when
 # the page is left. Tests that wait for it move the page's clock (`page.clock.install()`
 # before the page loads) instead of waiting ten seconds.
 UNDO_MS = 10_000
