@@ -149,6 +149,7 @@ class AttachmentDetailApi(APIView):
         return response
 
     @extend_schema(
+        request=None,
         description=(
             "Remove a file that was not sent with a message (the owner removed it from the message box), and its "
             "stored content unless another attachment has the same."
