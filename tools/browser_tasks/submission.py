@@ -287,8 +287,11 @@ def _masked_json(value: Any, controls: Controls) -> Any:
         }
     if isinstance(value, list):
         return [_masked_json(item, controls) for item in value]
-    if isinstance(value, str) and value in controls.secret_values:
-        return MASK
+    if isinstance(value, str):
+        # A secret inside a longer string (a GraphQL query, an encoded form) is masked too.
+        return MASK if value in controls.secret_values else _masked_text(value, controls)
+    if isinstance(value, int | float) and not isinstance(value, bool) and str(value) in controls.secret_values:
+        return MASK  # a PIN sent as a number
     return value
 
 

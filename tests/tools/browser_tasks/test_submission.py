@@ -297,6 +297,33 @@ def test_a_json_body_is_previewed_with_secret_keys_masked_at_any_depth_and_secre
     assert submission["body_cut"] is False
 
 
+def test_a_json_body_masks_a_secret_inside_a_longer_string_and_a_pin_sent_as_a_number():
+    body = json.dumps(
+        {
+            "query": 'mutation { login(user: "alice", password: "hunter2-x") }',
+            "data": "user=alice&password=s3cret",
+            "pin": 4711,
+            "count": 2,
+            "ok": True,
+        }
+    )
+    controls = Controls(secret_values=frozenset({"hunter2-x", "4711"}))
+
+    preview, cut = body_preview(body, controls)
+
+    assert "hunter2-x" not in preview
+    assert "s3cret" not in preview
+    assert "4711" not in preview
+    assert json.loads(preview) == {
+        "query": f'mutation {{ login(user: "alice", password: {MASK}) }}',
+        "data": f"user=alice&password={MASK}",
+        "pin": MASK,
+        "count": 2,
+        "ok": True,
+    }
+    assert cut is False
+
+
 def test_a_text_body_has_secret_pairs_and_the_pages_secret_values_masked():
     controls = Controls(secret_values=frozenset({"hunter2-x", "abc"}))
 
