@@ -17,15 +17,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from conversations.browser_tasks.selectors import critical_points_waiting, proposals_waiting
 from conversations.events import EventKind
 from conversations.models import (
     BrowserTask,
     BrowserTaskProposal,
     Conversation,
-    ConversationState,
-    CriticalPoint,
-    CriticalPointState,
-    ProposalState,
 )
 from flarebot.core.ids import uuid_parse
 from notifications.models import Kind
@@ -199,16 +196,8 @@ def keys_resolved(*, keys: Collection[str]) -> set[str]:
     questions, proposals = _ids(keys, _QUESTION), _ids(keys, _PROPOSAL)
     waiting = set()
     if questions:
-        waiting |= set(
-            CriticalPoint.objects.filter(
-                id__in=questions, state=CriticalPointState.OPEN, task__conversation__state=ConversationState.ACTIVE
-            ).values_list("id", flat=True)
-        )
+        waiting |= set(critical_points_waiting().filter(id__in=questions).values_list("id", flat=True))
     if proposals:
-        waiting |= set(
-            BrowserTaskProposal.objects.filter(
-                id__in=proposals, state=ProposalState.PROPOSED, conversation__state=ConversationState.ACTIVE
-            ).values_list("id", flat=True)
-        )
+        waiting |= set(proposals_waiting().filter(id__in=proposals).values_list("id", flat=True))
     answerable = {key for key in keys if key.startswith((_QUESTION, _PROPOSAL))}
     return answerable - {key for found in (questions, proposals) for id_, key in found.items() if id_ in waiting}

@@ -23,14 +23,11 @@ import uuid
 from datetime import datetime
 from typing import TypedDict
 
+from conversations.browser_tasks.selectors import critical_points_waiting, proposals_waiting
 from conversations.models import (
-    BrowserTaskProposal,
     Conversation,
     ConversationState,
-    CriticalPoint,
     CriticalPointKind,
-    CriticalPointState,
-    ProposalState,
 )
 from flarebot.core.times import iso
 from tasks.models import RunStatus, TaskRun
@@ -86,7 +83,7 @@ def attention_items(*, limit: int = ATTENTION_MAX) -> list[AttentionItem]:
         found.append((at, item))
 
     points = (
-        CriticalPoint.objects.filter(state=CriticalPointState.OPEN, task__conversation__state=ConversationState.ACTIVE)
+        critical_points_waiting()
         .select_related("task__conversation")
         .only("id", "kind", "question", "created_at", "task__proposal_id", "task__conversation__name")
         .order_by("-created_at")[:limit]
@@ -99,9 +96,8 @@ def attention_items(*, limit: int = ATTENTION_MAX) -> list[AttentionItem]:
 
     unattended = TaskRun.objects.filter(turn_id__isnull=False).values("turn_id")
     proposals = (
-        BrowserTaskProposal.objects.filter(
-            state=ProposalState.PROPOSED, conversation__state=ConversationState.ACTIVE, turn_id__in=unattended
-        )
+        proposals_waiting()
+        .filter(turn_id__in=unattended)
         .select_related("conversation")
         .only("id", "goal", "created_at", "conversation__name")
         .order_by("-created_at")[:limit]

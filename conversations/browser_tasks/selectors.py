@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from conversations.browser_tasks.lifecycle.record import question_record, steps_record
 from conversations.models import (
@@ -15,8 +16,26 @@ from conversations.models import (
     ConversationState,
     CriticalPoint,
     CriticalPointState,
+    ProposalState,
 )
 from flarebot.core.times import iso
+
+
+def critical_points_waiting() -> QuerySet[CriticalPoint]:
+    """The questions that still wait for the owner: open, in a conversation not being deleted.
+
+    The needs-you list shows them, and a notification about any other is not sent.
+    """
+    return CriticalPoint.objects.filter(
+        state=CriticalPointState.OPEN, task__conversation__state=ConversationState.ACTIVE
+    )
+
+
+def proposals_waiting() -> QuerySet[BrowserTaskProposal]:
+    """The browser-task proposals that still wait for the owner: proposed, in a conversation not being deleted."""
+    return BrowserTaskProposal.objects.filter(
+        state=ProposalState.PROPOSED, conversation__state=ConversationState.ACTIVE
+    )
 
 
 def critical_point_json(point: CriticalPoint) -> dict[str, Any]:
